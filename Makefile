@@ -1,0 +1,27 @@
+# Two entry points: `make demo` and `make test`. Both create .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint eval bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/rcabot demo
+
+test: $(STAMP)
+	$(BIN)/ruff check bot handlers rca storage tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+eval: $(STAMP)
+	$(BIN)/rcabot eval ../shared/datasets --engine baro
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The application: the `rcabot` command line and, later, the Slack app."""

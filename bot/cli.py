@@ -1,0 +1,162 @@
+"""The `rcabot` command line: cases, investigate, eval, demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from importlib import resources
+from pathlib import Path
+
+from bot.terminal import ProgressBar, render_diagnosis
+from rca.engines import build_engine, engine_names
+from rca.errors import RcaError
+from rca.evaluation.harness import evaluate
+from rca.evaluation.report import render_table, summaries, to_json
+from rca.model import Diagnosis, Incident
+from rca.replay import replay_incident
+from rca.sources.datasets import find_cases
+from rca.timestamps import parse_timestamp
+from rca.windows import parse_window
+
+log = logging.getLogger("rcabot")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rcabot", description="Root-cause analysis for microservice incidents."
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    cases = sub.add_parser("cases", help="list the labelled incidents found under a path")
+    cases.add_argument("path", type=Path)
+
+    inv = sub.add_parser("investigate", help="rank root causes for one incident")
+    inv.add_argument("service", help="where the symptom shows (the alerting service)")
+    inv.add_argument("window", help="30m, 1h30m, 90s, 14:05-14:35 or START/END")
+    inv.add_argument("--data", type=Path, required=True, help="a recorded dataset to read")
+    inv.add_argument("--at", help="'now' inside the recorded data (ISO time or epoch)")
+    inv.add_argument("--engine", default="baro", choices=engine_names())
+    inv.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    ev = sub.add_parser("eval", help="measure engines on every labelled case under a path")
+    ev.add_argument("path", type=Path)
+    ev.add_argument("--engine", default="baro", help=f"comma-separated: {','.join(engine_names())}")
+    ev.add_argument("--json", type=Path, dest="json_out", help="write per-case results here")
+    ev.add_argument("--match", default="", help="only cases whose id contains this text")
+
+    sub.add_parser("demo", help="investigate the embedded TrainTicket incident, offline")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = _parser().parse_args(argv)
+    try:
+        return asyncio.run(_run(args))
+    except RcaError as exc:
+        print(f"rcabot: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rcabot: interrupted", file=sys.stderr)
+        return 130
+
+
+async def _run(args: argparse.Namespace) -> int:
+    if args.command == "cases":
+        return _cases(args.path)
+    if args.command == "investigate":
+        return await _investigate(args)
+    if args.command == "eval":
+        return await _eval(args)
+    if args.command == "demo":
+        return await _demo()
+    raise AssertionError(args.command)
+
+
+def _cases(path: Path) -> int:
+    found = find_cases(path)
+    print(f"{'case':<52} {'symptom':<24} {'metrics':>7} {'logs':>5} {'traces':>6}  label")
+    for c in found:
+        m = c.incident.sources.modalities()
+        flags = ["yes" if m[k] else "-" for k in ("metrics", "logs", "traces")]
+        label = f"{c.label.service} ({c.label.fault_type})"
+        print(
+            f"{c.id:<52} {c.incident.symptom:<24} {flags[0]:>7} {flags[1]:>5} {flags[2]:>6}  {label}"
+        )
+    print(f"{len(found)} labelled case(s)")
+    return 0
+
+
+async def _investigate(args: argparse.Namespace) -> int:
+    cases = find_cases(args.data)
+    if args.at:
+        now = parse_timestamp(args.at)
+    else:
+        now = max(c.incident.window.end for c in cases)
+        print("note: --at not given, replaying at the end of the recorded data", file=sys.stderr)
+    window = parse_window(args.window, now=now)
+    incident = await replay_incident(cases, symptom=args.service, window=window)
+    diagnosis = await build_engine(args.engine).investigate(incident)
+    _print_result(incident, diagnosis, as_json=args.json)
+    return 0
+
+
+def _print_result(incident: Incident, diagnosis: Diagnosis, *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(_diagnosis_json(incident, diagnosis), indent=2))
+    else:
+        print(render_diagnosis(incident, diagnosis))
+
+
+def _diagnosis_json(incident: Incident, diagnosis: Diagnosis) -> dict:
+    return {
+        "incident": incident.id,
+        "symptom": incident.symptom,
+        "window": incident.window.to_iso(),
+        "engine": diagnosis.engine,
+        "ranking": [
+            {
+                "service": c.service,
+                "score": c.score,
+                "fault_type": c.fault_type.value,
+                "evidence": list(c.evidence),
+            }
+            for c in diagnosis.ranking
+        ],
+        "missing": list(diagnosis.missing),
+        "seconds": diagnosis.cost.seconds,
+    }
+
+
+async def _eval(args: argparse.Namespace) -> int:
+    engines = [build_engine(n) for n in args.engine.split(",") if n.strip()]
+    cases = [c for c in find_cases(args.path) if args.match in c.id]
+    results = await evaluate(engines, cases, progress=ProgressBar())
+    print(render_table(summaries(results)))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(to_json(results), indent=1))
+        print(f"wrote {len(results)} result(s) to {args.json_out}")
+    return 0
+
+
+def demo_data() -> Path:
+    """The embedded slice of one TrainTicket incident."""
+    return Path(str(resources.files("bot") / "demo"))
+
+
+async def _demo() -> int:
+    cases = find_cases(demo_data())
+    case = cases[0]
+    print(f"Investigating the embedded incident {case.id} (TrainTicket, Nezha's data, MIT licence)")
+    incident = case.incident
+    diagnosis = await build_engine("baro").investigate(incident)
+    print(render_diagnosis(incident, diagnosis))
+    print(f"\nInjected fault (kept from the engine): {case.label.service}, {case.label.fault_type}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

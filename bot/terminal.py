@@ -1,0 +1,55 @@
+"""Plain-text rendering of results for the terminal."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from rca.model import Diagnosis, Incident, to_iso
+
+
+def render_diagnosis(incident: Incident, diagnosis: Diagnosis, *, top: int = 5) -> str:
+    """A ranked list of root-cause candidates with their evidence."""
+    lines = [
+        f"Incident {incident.id}",
+        f"  symptom at {incident.symptom or '(unknown)'}, window {to_iso(incident.window.start)}"
+        f" .. {to_iso(incident.window.end)} ({incident.window.seconds / 60:.0f} min)",
+        f"  engine {diagnosis.engine}, {diagnosis.cost.seconds:.2f} s",
+    ]
+    for note in diagnosis.missing:
+        lines.append(f"  note: {note}")
+    if not diagnosis.ranking:
+        lines.append("  no root-cause candidate: nothing anomalous was found in what could be read")
+        return "\n".join(lines)
+    lines.append("")
+    lines.append(f"  {'#':>2}  {'candidate':<40} {'fault type':<14} {'score':>8}")
+    for i, c in enumerate(diagnosis.ranking[:top], start=1):
+        lines.append(f"  {i:>2}  {c.service:<40} {c.fault_type.value:<14} {c.score:>8.2f}")
+        for ev in c.evidence[:3]:
+            lines.append(f"        - {ev}")
+    return "\n".join(lines)
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr; on a non-terminal, a line every tenth."""
+
+    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
+        self._stream = stream
+        self._width = width
+        self._tty = stream.isatty()
+        self._last_decile = -1
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        frac = done / total if total else 1.0
+        if self._tty:
+            filled = int(frac * self._width)
+            bar = "#" * filled + "-" * (self._width - filled)
+            self._stream.write(f"\r[{bar}] {done}/{total} {label[:50]:<50}")
+            if done == total:
+                self._stream.write("\n")
+        else:
+            decile = int(frac * 10)
+            if decile != self._last_decile:
+                self._last_decile = decile
+                self._stream.write(f"progress {done}/{total} ({frac:.0%})\n")
+        self._stream.flush()

@@ -1,0 +1,1 @@
+"""Thin Slack listeners: ack, parse, call, render."""

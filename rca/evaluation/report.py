@@ -1,0 +1,71 @@
+"""Tables and the stable JSON format of an evaluation."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from rca.evaluation.harness import CaseResult
+from rca.evaluation.metrics import Outcome, Summary, summarise
+
+FORMAT_VERSION = 1
+
+
+def summaries(results: Sequence[CaseResult]) -> list[Summary]:
+    """One row per (dataset, engine), per (dataset, fault type, engine) and per engine overall."""
+    groups: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
+    for r in results:
+        o = r.outcome
+        groups[(o.dataset, o.engine)].append(o)
+        groups[(f"{o.dataset} · {o.truth_fault}", o.engine)].append(o)
+        groups[("all", o.engine)].append(o)
+    return [summarise(group, engine, outs) for (group, engine), outs in groups.items()]
+
+
+def render_table(rows: Sequence[Summary]) -> str:
+    """A plain-text table, datasets first, then their fault types, then the total."""
+    head = f"{'group':<44} {'engine':<13} {'cases':>5} {'AC@1':>6} {'AC@3':>6} {'Avg@5':>6} {'fault':>6} {'med s':>7} {'max s':>7}"
+    lines = [head, "-" * len(head)]
+
+    def order(s: Summary) -> tuple[int, str, str]:
+        return (2 if s.group == "all" else 0, s.group, s.engine)
+
+    for s in sorted(rows, key=order):
+        lines.append(
+            f"{s.group:<44} {s.engine:<13} {s.cases:>5} {s.ac1:>6.3f} {s.ac3:>6.3f} {s.avg5:>6.3f} "
+            f"{s.fault_acc:>6.3f} {s.median_seconds:>7.2f} {s.max_seconds:>7.2f}"
+        )
+    return "\n".join(lines)
+
+
+def to_json(results: Sequence[CaseResult]) -> dict:
+    """The stable evaluation format other tools read."""
+    cases = []
+    for r in results:
+        d = r.diagnosis
+        present = r.case.incident.sources.modalities()
+        cases.append(
+            {
+                "engine": d.engine,
+                "dataset": r.outcome.dataset,
+                "case_id": r.outcome.case_id,
+                "truth": {
+                    "service": r.case.label.service,
+                    "fault_type": r.case.label.fault_type.value,
+                },
+                "ranking": [
+                    {
+                        "service": c.service,
+                        "score": round(c.score, 6),
+                        "fault_type": c.fault_type.value,
+                    }
+                    for c in d.ranking
+                ],
+                "modalities": present,
+                "missing": list(d.missing),
+                "seconds": round(r.outcome.seconds, 4),
+                "llm_calls": d.cost.llm_calls,
+                "llm_tokens": d.cost.llm_tokens,
+            }
+        )
+    return {"version": FORMAT_VERSION, "cases": cases}

@@ -1,0 +1,60 @@
+"""Investigating any window of a recorded dataset, as if it were live."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import replace
+
+from rca.errors import InputError
+from rca.model import CaseId, Incident, IncidentCase, Normal, Window
+
+
+async def known_entities(incident: Incident) -> tuple[str, ...]:
+    """Every entity the incident's sources know: topology nodes and metric entities."""
+    names: set[str] = set()
+    if incident.sources.topology is not None:
+        names.update(str(n) for n in (await incident.sources.topology.topology()).nodes)
+    if incident.sources.metrics is not None:
+        names.update(await incident.sources.metrics.entities())
+    return tuple(sorted(names))
+
+
+def suggest(name: str, known: Sequence[str]) -> str:
+    """A "did you mean" clause for an unknown entity, or an empty string."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    return f" Did you mean {', '.join(close)}?" if close else ""
+
+
+def nearest_case(cases: Sequence[IncidentCase], window: Window) -> IncidentCase:
+    """The case whose recorded window overlaps the requested one most, or lies nearest to it."""
+    if not cases:
+        raise InputError("no recorded incidents to replay")
+
+    def distance(c: IncidentCase) -> tuple[float, float]:
+        w = c.incident.window
+        overlap = max(0.0, min(w.end, window.end) - max(w.start, window.start))
+        gap = max(0.0, w.start - window.end, window.start - w.end)
+        return (-overlap, gap)
+
+    return min(cases, key=distance)
+
+
+async def replay_incident(
+    cases: Sequence[IncidentCase], *, symptom: str, window: Window
+) -> Incident:
+    """An unlabelled incident for `symptom` over `window`, read from the recorded sources."""
+    base = nearest_case(cases, window).incident
+    known = await known_entities(base)
+    if symptom not in known:
+        raise InputError(f"unknown service {symptom!r}.{suggest(symptom, known)}")
+    normal = {}
+    for modality, n in base.normal.items():
+        if n.sources is base.sources:  # a look-back normal moves with the window
+            normal[modality] = Normal(
+                Window(window.start - n.window.seconds, window.start), n.sources
+            )
+        else:
+            normal[modality] = n
+    case_id = CaseId(f"{base.dataset}/replay/{window.to_iso()}")
+    return replace(base, id=case_id, symptom=symptom, window=window, normal=normal, alert_time=None)

@@ -1,0 +1,1 @@
+"""Telemetry sources: the Protocols the engine reads through, and their implementations."""

@@ -1,0 +1,42 @@
+"""Finding labelled incidents under any path, by the layout of the files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rca.errors import LayoutNotFound
+from rca.model import IncidentCase
+from rca.sources.nezha import is_nezha_root, load_nezha
+from rca.sources.petshop import is_petshop_scenario, load_petshop
+
+_MAX_DEPTH = 4
+
+
+def find_cases(path: Path | str) -> list[IncidentCase]:
+    """Every labelled case under path, from every layout found there."""
+    root = Path(path)
+    if not root.exists():
+        raise LayoutNotFound(root)
+    cases: list[IncidentCase] = []
+    _walk(root.resolve(), 0, cases)
+    if not cases:
+        raise LayoutNotFound(root)
+    return cases
+
+
+def _walk(folder: Path, depth: int, out: list[IncidentCase]) -> None:
+    if is_nezha_root(folder):
+        out.extend(load_nezha(folder))
+        return
+    if is_petshop_scenario(folder):
+        out.extend(load_petshop(folder))
+        return
+    children = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    scenarios = [c for c in children if is_petshop_scenario(c)]
+    if scenarios:
+        out.extend(load_petshop(folder))
+        children = [c for c in children if c not in scenarios]
+    if depth >= _MAX_DEPTH:
+        return
+    for child in children:
+        _walk(child, depth + 1, out)

@@ -1,0 +1,62 @@
+"""Reading telemetry files: plain or gzip CSV, with errors that name the file."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from rca.errors import MalformedFile
+
+_CSV_SUFFIXES = (".csv", ".csv.gz")
+
+
+def is_csv(path: Path) -> bool:
+    return path.name.endswith(_CSV_SUFFIXES)
+
+
+def csv_stem(path: Path) -> str:
+    """The file name without `.csv` or `.csv.gz`."""
+    name = path.name
+    for suffix in _CSV_SUFFIXES[::-1]:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def csv_files(folder: Path) -> list[Path]:
+    """CSV files (plain or gzip) directly in a folder, sorted by name."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and is_csv(p))
+
+
+def read_csv(
+    path: Path, *, required: Iterable[str] = (), header: int | list[int] = 0, dtype: object = None
+) -> pd.DataFrame:
+    """A CSV as a frame; MalformedFile when it cannot be parsed or lacks a required column."""
+    try:
+        frame = pd.read_csv(path, header=header, dtype=dtype, compression="infer")
+    except (OSError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise MalformedFile(path, f"cannot read as CSV ({exc.__class__.__name__}: {exc})") from exc
+    except pd.errors.EmptyDataError as exc:
+        raise MalformedFile(path, "file is empty") from exc
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise MalformedFile(path, f"missing column(s) {', '.join(missing)}")
+    return frame
+
+
+_POD_HASHES = re.compile(r"-[a-z0-9]{6,10}-[a-z0-9]{5}$")
+_STATEFUL_ORDINAL = re.compile(r"-\d+$")
+
+
+def service_of_pod(pod: str) -> str:
+    """The Kubernetes workload a pod belongs to: `ts-basic-service-5dc8d4f9fd-46997` -> `ts-basic-service`."""
+    name = pod.strip()
+    stripped = _POD_HASHES.sub("", name)
+    if stripped != name:
+        return stripped
+    return _STATEFUL_ORDINAL.sub("", name)

@@ -1,0 +1,419 @@
+"""The Nezha layout: `rca_data/<day>/` incidents with `construct_data/<day>/` as normal data.
+
+    <root>/rca_data/<day>/<anything>fault_list.json   {"HH": [{inject_time, inject_pod, inject_type}]}
+    <root>/rca_data/<day>/metric/*.csv[.gz]           per-pod series (PodName) or entry KPIs (ServiceName)
+    <root>/rca_data/<day>/log/HH_MM_log.csv[.gz]      container logs, docker's JSON in `Log`
+    <root>/rca_data/<day>/trace/HH_MM_trace.csv[.gz]  spans, ParentID `root` for a root span
+    <root>/construct_data/<day>/{log,trace}/          a fault-free stretch of the same system
+
+Only the layout is assumed: no service, pod or system name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from rca.errors import InputError, MalformedFile
+from rca.model import (
+    CaseId,
+    Incident,
+    IncidentCase,
+    Label,
+    LogRecord,
+    Modality,
+    Normal,
+    Series,
+    Severity,
+    Sources,
+    Span,
+    SpanStatus,
+    Window,
+    fault_type_from_text,
+)
+from rca.sources.files import csv_files, read_csv, service_of_pod
+from rca.sources.memory import InMemoryLogs, InMemoryMetrics, InMemoryTraces, topology_from_spans
+from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
+from rca.timestamps import parse_timestamp
+
+_MINUTE_FILE = re.compile(r"^(\d{1,2})_(\d{2})(?:_|$)")
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# "16:42:22.382 INFO  t.s.TravelServiceImpl#532 TraceID: abc SpanID: def [message]"
+_JAVA_LINE = re.compile(
+    r"^\S+\s+(?P<level>[A-Z]+)\s+(?P<loc>\S+)\s+"
+    r"(?:TraceID:\s*(?P<tid>\S*)\s+SpanID:\s*\S*\s*)?(?P<msg>.*)$",
+    re.DOTALL,
+)
+_LEVELS = {
+    "TRACE": Severity.DEBUG, "DEBUG": Severity.DEBUG, "INFO": Severity.INFO,
+    "WARN": Severity.WARNING, "WARNING": Severity.WARNING, "ERROR": Severity.ERROR,
+    "SEVERE": Severity.ERROR, "FATAL": Severity.CRITICAL, "CRITICAL": Severity.CRITICAL,
+}  # fmt: skip
+_METRIC_META_COLUMNS = {"Time", "TimeStamp", "PodName", "ServiceName"}
+NORMAL_LOOKBACK_SECONDS = 3600.0
+
+
+def is_nezha_root(path: Path) -> bool:
+    return (path / "rca_data").is_dir()
+
+
+def minute_of(path: Path, day: str) -> Window | None:
+    """The minute a `HH_MM_*` file covers, on its day; None for other names."""
+    match = _MINUTE_FILE.match(path.name)
+    if match is None or not _DAY.match(day):
+        return None
+    hour, minute = int(match.group(1)), int(match.group(2))
+    start = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+    start += hour * 3600 + minute * 60
+    return Window(start, start + 60)
+
+
+def parse_log_line(raw: str) -> tuple[Severity, str, str, str]:
+    """Severity, code location, trace id and message of one container log line."""
+    text = raw
+    if raw.startswith("{"):
+        try:
+            payload = json.loads(raw)
+            text = str(payload.get("log", raw)) if isinstance(payload, dict) else raw
+        except json.JSONDecodeError:
+            text = raw
+    text = text.rstrip("\n")
+    match = _JAVA_LINE.match(text)
+    if match and match.group("level") in _LEVELS:
+        return (
+            _LEVELS[match.group("level")],
+            match.group("loc"),
+            match.group("tid") or "",
+            match.group("msg"),
+        )
+    upper = text.upper()
+    if "EXCEPTION" in upper or "ERROR" in upper:
+        severity = Severity.ERROR
+    elif "WARN" in upper:
+        severity = Severity.WARNING
+    else:
+        severity = Severity.UNKNOWN
+    return severity, "", "", text
+
+
+def _nano_or_text(frame: pd.DataFrame, nano: str, text: str, path: Path) -> np.ndarray:
+    if nano in frame.columns:
+        values = pd.to_numeric(frame[nano], errors="coerce").to_numpy(dtype=float)
+        if not np.isnan(values).any():
+            return values / 1e9
+    if text in frame.columns:
+        try:
+            return np.array([parse_timestamp(str(v)) for v in frame[text]], dtype=float)
+        except InputError as exc:
+            raise MalformedFile(path, str(exc)) from exc
+    raise MalformedFile(path, f"no {nano} or {text} column")
+
+
+def read_logs(path: Path) -> list[LogRecord]:
+    """Container log records of one log file."""
+    frame = read_csv(path, required=("PodName", "Log"), dtype=str).fillna("")
+    times = _nano_or_text(frame, "TimeUnixNano", "Timestamp", path)
+    out = []
+    for t, pod, trace_id, raw in zip(
+        times, frame["PodName"], frame.get("TraceID", [""] * len(frame)), frame["Log"], strict=True
+    ):
+        severity, location, inner_tid, message = parse_log_line(raw)
+        out.append(
+            LogRecord(
+                time=float(t), entity=service_of_pod(pod), severity=severity, message=message,
+                trace_id=trace_id or inner_tid, instance=pod, location=location,
+            )
+        )  # fmt: skip
+    return out
+
+
+def read_spans(path: Path) -> list[Span]:
+    """Spans of one trace file."""
+    cols = ("TraceID", "SpanID", "ParentID", "PodName", "OperationName")
+    frame = read_csv(path, required=cols, dtype=str).fillna("")
+    starts = _nano_or_text(frame, "StartTimeUnixNano", "StartTime", path)
+    ends = _nano_or_text(frame, "EndTimeUnixNano", "EndTime", path)
+    status = frame["Status"] if "Status" in frame.columns else [""] * len(frame)
+    out = []
+    for row, start, end, st in zip(
+        frame[list(cols)].itertuples(index=False), starts, ends, status, strict=True
+    ):
+        trace_id, span_id, parent, pod, op = row
+        out.append(
+            Span(
+                trace_id=trace_id, span_id=span_id,
+                parent_id="" if parent in ("", "root", "0", "null") else parent,
+                entity=service_of_pod(pod), operation=op, start=float(start), end=float(end),
+                status=SpanStatus.ERROR if str(st).lower() in ("error", "2") else SpanStatus.UNSET,
+                instance=pod,
+            )
+        )  # fmt: skip
+    return out
+
+
+def read_metrics(path: Path) -> tuple[list[Series], bool]:
+    """Series of one metric file, one per numeric column, and whether it holds entry KPIs.
+
+    A file keyed by PodName holds a pod's series (entity: its workload); one keyed by
+    ServiceName holds the KPIs measured at the system's entry (entity: that name).
+    """
+    frame = read_csv(path)
+    if "PodName" in frame.columns:
+        key = "PodName"
+    elif "ServiceName" in frame.columns:
+        key = "ServiceName"
+    else:
+        raise MalformedFile(path, "neither a PodName nor a ServiceName column")
+    if "TimeStamp" in frame.columns:
+        times = pd.to_numeric(frame["TimeStamp"], errors="coerce").to_numpy(dtype=float)
+    elif "Time" in frame.columns:
+        times = np.array([parse_timestamp(str(v)) for v in frame["Time"]], dtype=float)
+    else:
+        raise MalformedFile(path, "no TimeStamp or Time column")
+    out = []
+    for instance, part in frame.groupby(key, sort=False):
+        idx = part.index.to_numpy()
+        ts = times[idx]
+        order = np.argsort(ts, kind="stable")
+        entity = service_of_pod(str(instance)) if key == "PodName" else str(instance)
+        for col in frame.columns:
+            if col in _METRIC_META_COLUMNS:
+                continue
+            values = pd.to_numeric(part[col], errors="coerce").to_numpy(dtype=float)
+            out.append(Series(entity, str(col), ts[order], values[order], str(instance)))
+    return out, key == "ServiceName"
+
+
+class _Folder:
+    """One `<day>` folder: metric files read once, minute files read on demand, all cached."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.day = path.name
+        self._lock = threading.Lock()
+        self._metrics: list[Series] | None = None
+        self._kpi: set[str] = set()
+        self._minutes: dict[Path, list] = {}
+
+    def has(self, kind: str) -> bool:
+        return bool(csv_files(self.path / kind))
+
+    def metrics(self) -> list[Series]:
+        with self._lock:
+            if self._metrics is None:
+                series: list[Series] = []
+                for f in csv_files(self.path / "metric"):
+                    found, is_kpi = read_metrics(f)
+                    series.extend(found)
+                    if is_kpi:
+                        self._kpi.update(s.entity for s in found)
+                self._metrics = series
+            return self._metrics
+
+    def kpi_entities(self) -> tuple[str, ...]:
+        """Entities whose series are entry KPIs rather than a workload's own."""
+        self.metrics()
+        return tuple(sorted(self._kpi))
+
+    def _minute_files(self, kind: str, window: Window | None) -> Iterator[Path]:
+        for f in csv_files(self.path / kind):
+            span = minute_of(f, self.day)
+            if window is None or span is None or span.overlaps(window):
+                yield f
+
+    def minute_records(self, kind: str, window: Window | None) -> list:
+        reader = read_logs if kind == "log" else read_spans
+        out: list = []
+        for f in self._minute_files(kind, window):
+            with self._lock:
+                if f not in self._minutes:
+                    self._minutes[f] = reader(f)  # type: ignore[assignment]
+                out.extend(self._minutes[f])
+        return out
+
+    def covered(self, kind: str) -> Window | None:
+        """The time covered by a kind's minute files, from their names."""
+        spans = [w for f in csv_files(self.path / kind) if (w := minute_of(f, self.day))]
+        if not spans:
+            return None
+        return Window(min(w.start for w in spans), max(w.end for w in spans))
+
+
+class _FolderMetrics:
+    def __init__(self, folder: _Folder) -> None:
+        self._folder = folder
+
+    async def entities(self) -> tuple[str, ...]:
+        return await InMemoryMetrics(self._folder.metrics()).entities()
+
+    async def series(self, query: MetricQuery) -> list[Series]:
+        return await InMemoryMetrics(self._folder.metrics()).series(query)
+
+
+class _FolderLogs:
+    def __init__(self, folder: _Folder) -> None:
+        self._folder = folder
+
+    async def records(self, query: LogQuery) -> list[LogRecord]:
+        found = self._folder.minute_records("log", query.window)
+        return await InMemoryLogs(found).records(query)
+
+
+class _FolderTraces:
+    def __init__(self, folder: _Folder) -> None:
+        self._folder = folder
+
+    async def spans(self, query: SpanQuery) -> list[Span]:
+        found = self._folder.minute_records("trace", query.window)
+        return await InMemoryTraces(found).spans(query)
+
+
+class _FolderTopology:
+    """The call graph from the normal stretch's spans and the incident's own, plus KPI entities."""
+
+    def __init__(
+        self, parts: tuple[tuple[_Folder, Window | None], ...], kpi_entities: tuple[str, ...]
+    ) -> None:
+        self._parts = parts
+        self._kpi = kpi_entities
+        self._graph: nx.DiGraph | None = None
+
+    async def topology(self) -> nx.DiGraph:
+        if self._graph is None:
+            spans = [s for f, w in self._parts for s in f.minute_records("trace", w)]
+            graph = topology_from_spans(spans)
+            roots = Counter(s.entity for s in spans if not s.parent_id)
+            for kpi in self._kpi:  # entry KPIs are measured in front of the root services
+                for root in roots:
+                    graph.add_edge(kpi, root, calls=roots[root])
+            self._graph = graph
+        return self._graph
+
+
+@dataclass(frozen=True, slots=True)
+class _Fault:
+    time: float
+    pod: str
+    kind: str
+
+
+def _read_faults(day: Path) -> list[_Fault]:
+    lists = sorted(day.glob("*fault_list*.json"))
+    faults: list[_Fault] = []
+    for path in lists:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise MalformedFile(path, f"not JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise MalformedFile(path, "expected an object of hours")
+        for entries in data.values():
+            for e in entries if isinstance(entries, list) else []:
+                try:
+                    faults.append(
+                        _Fault(
+                            parse_timestamp(str(e["inject_time"])),
+                            str(e["inject_pod"]),
+                            str(e["inject_type"]),
+                        )
+                    )
+                except (KeyError, TypeError, InputError) as exc:
+                    raise MalformedFile(path, f"bad fault entry {e!r}: {exc}") from exc
+    return sorted(faults, key=lambda f: f.time)
+
+
+def case_window(case_id: str, inject: float) -> Window:
+    """A window around the injection whose offsets vary by case, so it does not reveal the time.
+
+    It starts 4-8 minutes before and ends 3-6 minutes after, as an engineer's `/rca ... 10m`
+    typed a few minutes into an incident would.
+    """
+    digest = int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:4], "big")
+    before = 240 + digest % 240
+    after = 180 + (digest >> 12) % 180
+    return Window(inject - before, inject + after)
+
+
+def load_nezha(root: Path, *, dataset: str | None = None) -> list[IncidentCase]:
+    """Every labelled fault under a Nezha-layout root."""
+    name = dataset or root.name
+    cases = []
+    for day_path in sorted(p for p in (root / "rca_data").iterdir() if p.is_dir()):
+        faults = _read_faults(day_path)
+        if not faults:
+            continue
+        folder = _Folder(day_path)
+        normal_path = root / "construct_data" / day_path.name
+        normal = _Folder(normal_path) if normal_path.is_dir() else None
+        cases.extend(_day_cases(name, folder, normal, faults))
+    return cases
+
+
+def _day_cases(
+    name: str, folder: _Folder, normal: _Folder | None, faults: list[_Fault]
+) -> list[IncidentCase]:
+    has_metrics, has_logs, has_traces = folder.has("metric"), folder.has("log"), folder.has("trace")
+    kpi = folder.kpi_entities() if has_metrics else ()
+    out = []
+    for fault in faults:
+        clock = datetime.fromtimestamp(fault.time, tz=UTC).strftime("%H:%M:%S")
+        case_id = CaseId(f"{name}/{folder.day}/{clock}")
+        window = case_window(case_id, fault.time)
+        topo_parts: list[tuple[_Folder, Window | None]] = []
+        if normal is not None and normal.has("trace"):
+            topo_parts.append((normal, None))
+        if has_traces:
+            topo_parts.append((folder, window))
+        sources = Sources(
+            metrics=_FolderMetrics(folder) if has_metrics else None,
+            logs=_FolderLogs(folder) if has_logs else None,
+            traces=_FolderTraces(folder) if has_traces else None,
+            topology=_FolderTopology(tuple(topo_parts), kpi) if topo_parts else None,
+        )
+        normals: dict[Modality, Normal] = {}
+        if has_metrics:
+            lookback = Window(window.start - NORMAL_LOOKBACK_SECONDS, window.start)
+            normals[Modality.METRICS] = Normal(lookback, sources)
+        if normal is not None:
+            ref = Sources(logs=_FolderLogs(normal) if normal.has("log") else None,
+                          traces=_FolderTraces(normal) if normal.has("trace") else None)  # fmt: skip
+            for modality, kind in ((Modality.LOGS, "log"), (Modality.TRACES, "trace")):
+                covered = normal.covered(kind)
+                if covered is not None:
+                    normals[modality] = Normal(covered, ref)
+        symptom = kpi[0] if kpi else _entry_service(folder, normal, window)
+        incident = Incident(
+            id=case_id, dataset=name, symptom=symptom, window=window, sources=sources,
+            normal=normals, notes=tuple(_notes(sources, normal)),
+        )  # fmt: skip
+        label = Label(service_of_pod(fault.pod), fault_type_from_text(fault.kind), fault.kind)
+        out.append(IncidentCase(incident, label))
+    return out
+
+
+def _entry_service(folder: _Folder, normal: _Folder | None, window: Window) -> str:
+    """The service that receives requests from outside: the most frequent root-span entity."""
+    for f, w in ((normal, None), (folder, window)):
+        if f is not None and f.has("trace"):
+            roots = Counter(s.entity for s in f.minute_records("trace", w) if not s.parent_id)
+            if roots:
+                return roots.most_common(1)[0][0]
+    return ""
+
+
+def _notes(sources: Sources, normal: _Folder | None) -> list[str]:
+    notes = [f"{m}: absent" for m, ok in sources.modalities().items() if not ok]
+    if normal is None:
+        notes.append("normal logs/traces: absent (no construct_data for this day)")
+    return notes

@@ -1,0 +1,78 @@
+"""The small async interfaces every telemetry backend implements.
+
+A dataset on disk, a live Prometheus or Loki, and a test's in-memory data all stand behind
+these, so the engine never knows which one it reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import networkx as nx
+
+from rca.model import LogRecord, Series, Span, Window
+
+
+@dataclass(frozen=True, slots=True)
+class MetricQuery:
+    """Series of some entities and metrics inside a window; an empty tuple means all."""
+
+    window: Window
+    entities: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        who = ",".join(self.entities) or "*"
+        what = ",".join(self.metrics) or "*"
+        return f"metrics{{entity={who}, metric={what}}}[{self.window.to_iso()}]"
+
+
+@dataclass(frozen=True, slots=True)
+class LogQuery:
+    window: Window
+    entities: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return f"logs{{entity={','.join(self.entities) or '*'}}}[{self.window.to_iso()}]"
+
+
+@dataclass(frozen=True, slots=True)
+class SpanQuery:
+    window: Window
+    entities: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return f"spans{{entity={','.join(self.entities) or '*'}}}[{self.window.to_iso()}]"
+
+
+@runtime_checkable
+class MetricSource(Protocol):
+    async def entities(self) -> tuple[str, ...]:
+        """Every entity this source has series for."""
+        ...
+
+    async def series(self, query: MetricQuery) -> list[Series]:
+        """The series matching the query, cut to its window."""
+        ...
+
+
+@runtime_checkable
+class LogSource(Protocol):
+    async def records(self, query: LogQuery) -> list[LogRecord]:
+        """Log records inside the window, oldest first."""
+        ...
+
+
+@runtime_checkable
+class TraceSource(Protocol):
+    async def spans(self, query: SpanQuery) -> list[Span]:
+        """Spans that start inside the window."""
+        ...
+
+
+@runtime_checkable
+class TopologySource(Protocol):
+    async def topology(self) -> nx.DiGraph:
+        """The service call graph, caller -> callee."""
+        ...

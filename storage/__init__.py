@@ -1,0 +1,1 @@
+"""SQLite storage through sqlite-utils: the only place that knows SQL."""

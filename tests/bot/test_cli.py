@@ -1,0 +1,86 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+
+
+def test_demo_prints_a_ranked_result(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "   1  ts-" in out and "Injected fault" in out
+
+
+def test_cases_lists_modalities(petshop_slice: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cases", str(petshop_slice)]) == 0
+    out = capsys.readouterr().out
+    assert "petshop/low_traffic/test/issue_2" in out and "2 labelled case(s)" in out
+
+
+def test_investigate_json(nezha_slice: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["investigate", "Frontend", "10m", "--data", str(nezha_slice),
+                 "--at", "2023-01-29T13:36:00Z", "--json"])  # fmt: skip
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["symptom"] == "Frontend" and len(result["ranking"]) > 10
+    assert result["window"] == "2023-01-29T13:26:00Z/2023-01-29T13:36:00Z"
+
+
+def test_investigate_unknown_service_suggests(
+    nezha_slice: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "investigate",
+            "ts-contact-service",
+            "10m",
+            "--data",
+            str(nezha_slice),
+            "--at",
+            "2023-01-29T13:36:00Z",
+        ]
+    )
+    assert code == 2
+    assert "Did you mean ts-contacts-service" in capsys.readouterr().err
+
+
+def test_investigate_bad_window(nezha_slice: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(
+            [
+                "investigate",
+                "Frontend",
+                "ten minutes",
+                "--data",
+                str(nezha_slice),
+                "--at",
+                "2023-01-29T13:36:00Z",
+            ]
+        )
+        == 2
+    )
+    assert "bad window" in capsys.readouterr().err
+
+
+def test_eval_writes_the_stable_json(
+    petshop_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    assert main(["eval", str(petshop_slice), "--engine", "baro", "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "AC@1" in table and "petshop" in table
+    data = json.loads(out.read_text())
+    case = data["cases"][0]
+    assert set(case) >= {
+        "engine",
+        "dataset",
+        "case_id",
+        "truth",
+        "ranking",
+        "modalities",
+        "seconds",
+        "llm_calls",
+        "llm_tokens",
+    }
+    assert case["truth"]["service"] and case["modalities"]["logs"] is False

@@ -1,0 +1,173 @@
+import asyncio
+import gzip
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rca.errors import MalformedFile
+from rca.model import FaultType, Modality, Severity
+from rca.sources.datasets import find_cases
+from rca.sources.files import service_of_pod
+from rca.sources.nezha import load_nezha, parse_log_line, read_logs, read_metrics, read_spans
+from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
+from rca.timestamps import parse_timestamp
+
+DAY = "2023-01-29"
+INJECT = parse_timestamp("2023-01-29T13:31:54Z")
+
+
+def _copy(src: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "any-name"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_slice_yields_one_labelled_case(nezha_slice: Path) -> None:
+    (case,) = find_cases(nezha_slice)
+    assert case.id == "nezha-trainticket/2023-01-29/13:31:54"
+    assert case.label.service == "ts-contacts-service"
+    assert case.label.fault_type is FaultType.CPU
+    inc = case.incident
+    assert inc.window.start < INJECT < inc.window.end
+    assert inc.sources.modalities() == {"metrics": True, "logs": True, "traces": True}
+    assert inc.symptom == "Frontend"  # the entry KPI file's own service name
+    assert inc.normal_for(Modality.LOGS) is not None
+
+
+def test_dataset_name_is_the_folder_name(nezha_slice: Path, tmp_path: Path) -> None:
+    root = _copy(nezha_slice, tmp_path)
+    (case,) = find_cases(tmp_path)
+    assert case.id.startswith("any-name/") and case.incident.dataset == "any-name"
+    assert root.exists()
+
+
+def test_metric_timestamps_with_go_suffix_and_nan(nezha_slice: Path, tmp_path: Path) -> None:
+    src = next((nezha_slice / "rca_data" / DAY / "metric").glob("ts-contacts-service*"))
+    with gzip.open(src, "rt") as fh:
+        lines = fh.read().splitlines()
+    header = lines[0].split(",")
+    # drop the epoch column so the Go-style `Time` strings must be parsed, and blank a value
+    drop = header.index("TimeStamp")
+    rows = [",".join(c for i, c in enumerate(line.split(",")) if i != drop) for line in lines]
+    name = rows[0].split(",")[3]
+    cells = rows[2].split(",")
+    cells[3] = ""
+    rows[2] = ",".join(cells)
+    plain = tmp_path / "pod-a-5dc8d4f9fd-46997_metric.csv"
+    plain.write_text("\n".join(rows) + "\n")
+    series, is_kpi = read_metrics(plain)
+    assert not is_kpi
+    cpu = next(s for s in series if s.metric == name)
+    assert cpu.entity == "ts-contacts-service"
+    assert math.isnan(cpu.values[1])
+    assert cpu.timestamps[0] == pytest.approx(INJECT - 70 * 60, abs=70)
+    assert all(cpu.timestamps[i] < cpu.timestamps[i + 1] for i in range(len(cpu) - 1))
+
+
+def test_logs_unwrap_docker_json_and_parse_level(nezha_slice: Path) -> None:
+    records = read_logs(nezha_slice / "rca_data" / DAY / "log" / "13_31_log.csv.gz")
+    assert len(records) > 1000
+    r = records[0]
+    assert r.entity.startswith("ts-") and not r.entity.endswith(r.instance[-5:])
+    assert r.trace_id and "#" in r.location and not r.message.startswith("{")
+    assert {Severity.INFO, Severity.WARNING} <= {x.severity for x in records}
+    assert all(INJECT - 120 < x.time < INJECT + 120 for x in records)
+
+
+def test_log_line_forms() -> None:
+    line = '{"log":"16:42:22.418 ERROR f.s.FoodServiceImpl#302 TraceID: abc SpanID: def [getAllFood][failed]\\n"}'
+    sev, loc, tid, msg = parse_log_line(line)
+    assert (sev, loc, tid, msg) == (
+        Severity.ERROR,
+        "f.s.FoodServiceImpl#302",
+        "abc",
+        "[getAllFood][failed]",
+    )
+    sev, loc, _, msg = parse_log_line("java.lang.NullPointerException: boom")
+    assert sev is Severity.ERROR and loc == "" and "boom" in msg
+    assert parse_log_line("{not json")[0] is Severity.UNKNOWN
+
+
+def test_spans_and_topology(nezha_slice: Path) -> None:
+    spans = read_spans(nezha_slice / "rca_data" / DAY / "trace" / "13_31_trace.csv.gz")
+    roots = [s for s in spans if not s.parent_id]
+    assert roots and all(s.end >= s.start for s in spans)
+    (case,) = load_nezha(nezha_slice)
+    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
+    assert graph.number_of_nodes() > 20
+    assert "ts-contacts-service" in graph
+    assert any(graph.has_edge("Frontend", r.entity) for r in roots)
+
+
+def test_sources_cut_to_the_window(nezha_slice: Path) -> None:
+    (case,) = load_nezha(nezha_slice)
+    inc = case.incident
+    logs = asyncio.run(inc.sources.logs.records(LogQuery(inc.window, ("ts-contacts-service",))))  # type: ignore[union-attr]
+    assert logs and all(
+        r.entity == "ts-contacts-service" and inc.window.contains(r.time) for r in logs
+    )
+    spans = asyncio.run(inc.sources.traces.spans(SpanQuery(inc.window)))  # type: ignore[union-attr]
+    assert spans and all(inc.window.contains(s.start) for s in spans)
+    series = asyncio.run(
+        inc.sources.metrics.series(MetricQuery(inc.window, ("ts-contacts-service",)))
+    )  # type: ignore[union-attr]
+    assert series and all(inc.window.contains(float(t)) for s in series for t in s.timestamps)
+
+
+def test_missing_logs_are_reported_not_fatal(nezha_slice: Path, tmp_path: Path) -> None:
+    root = _copy(nezha_slice, tmp_path)
+    shutil.rmtree(root / "rca_data" / DAY / "log")
+    shutil.rmtree(root / "construct_data")
+    (case,) = load_nezha(root)
+    assert case.incident.sources.logs is None
+    assert "logs: absent" in case.incident.notes
+    assert any("construct_data" in n for n in case.incident.notes)
+
+
+def test_plain_csv_reads_like_gzip(nezha_slice: Path, tmp_path: Path) -> None:
+    root = _copy(nezha_slice, tmp_path)
+    log_dir = root / "rca_data" / DAY / "log"
+    gz = log_dir / "13_32_log.csv.gz"
+    (log_dir / "13_32_log.csv").write_bytes(gzip.decompress(gz.read_bytes()))
+    gz.unlink()
+    assert len(read_logs(log_dir / "13_32_log.csv")) > 1000
+
+
+def test_malformed_file_error_names_the_file(nezha_slice: Path, tmp_path: Path) -> None:
+    root = _copy(nezha_slice, tmp_path)
+    bad = root / "rca_data" / DAY / "trace" / "13_31_trace.csv.gz"
+    bad.write_bytes(b"\x1f\x8b not really gzip")
+    with pytest.raises(MalformedFile) as info:
+        read_spans(bad)
+    assert "13_31_trace.csv.gz" in str(info.value)
+    broken_list = root / "rca_data" / DAY / f"{DAY}-fault_list.json"
+    broken_list.write_text("{")
+    with pytest.raises(MalformedFile, match="fault_list"):
+        load_nezha(root)
+
+
+@pytest.mark.parametrize(
+    ("pod", "service"),
+    [("ts-basic-service-5dc8d4f9fd-46997", "ts-basic-service"),
+     ("frontend-7f8d7d756d-k7b9j", "frontend"),
+     ("redis-cart-0", "redis-cart"),
+     ("checkoutservice", "checkoutservice")],
+)  # fmt: skip
+def test_service_of_pod(pod: str, service: str) -> None:
+    assert service_of_pod(pod) == service
+
+
+def test_full_trainticket_has_45_faults(shared_datasets: Path) -> None:
+    cases = load_nezha(shared_datasets / "nezha-trainticket")
+    assert len(cases) == 45
+    kinds = {c.label.fault_type for c in cases}
+    assert kinds == {
+        FaultType.CPU,
+        FaultType.EXCEPTION,
+        FaultType.WRONG_RESULT,
+        FaultType.NETWORK_DELAY,
+    }
+    for c in cases:  # the window never starts or ends at the same offset from the injection
+        assert c.incident.window.seconds > 400
