@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(BIN)/rcabot demo
 
 test: $(STAMP)
-	$(BIN)/ruff check bot handlers rca storage tests bench
+	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
 
