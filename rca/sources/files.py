@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 
 from rca.errors import MalformedFile
+
+log = logging.getLogger(__name__)
 
 _CSV_SUFFIXES = (".csv", ".csv.gz")
 
@@ -34,11 +38,28 @@ def csv_files(folder: Path) -> list[Path]:
 
 
 def read_csv(
-    path: Path, *, required: Iterable[str] = (), header: int | list[int] = 0, dtype: object = None
+    path: Path,
+    *,
+    required: Iterable[str] = (),
+    header: int | list[int] = 0,
+    dtype: object = None,
+    skip_bad_lines: bool = False,
 ) -> pd.DataFrame:
-    """A CSV as a frame; MalformedFile when it cannot be parsed or lacks a required column."""
+    """A CSV as a frame; MalformedFile when it cannot be parsed or lacks a required column.
+
+    With skip_bad_lines, rows with the wrong number of fields (a truncated log line) are
+    skipped and counted in a warning that names the file.
+    """
     try:
-        frame = pd.read_csv(path, header=header, dtype=dtype, compression="infer")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", pd.errors.ParserWarning)
+            frame = pd.read_csv(
+                path, header=header, dtype=dtype, compression="infer",
+                on_bad_lines="warn" if skip_bad_lines else "error",
+            )  # fmt: skip
+        skipped = sum(str(w.message).count("Skipping line") for w in caught)
+        if skipped:
+            log.warning("%s: skipped %d malformed line(s)", path, skipped)
     except (OSError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise MalformedFile(path, f"cannot read as CSV ({exc.__class__.__name__}: {exc})") from exc
     except pd.errors.EmptyDataError as exc:

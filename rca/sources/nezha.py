@@ -122,7 +122,7 @@ def _nano_or_text(frame: pd.DataFrame, nano: str, text: str, path: Path) -> np.n
 
 def read_logs(path: Path) -> list[LogRecord]:
     """Container log records of one log file."""
-    frame = read_csv(path, required=("PodName", "Log"), dtype=str).fillna("")
+    frame = read_csv(path, required=("PodName", "Log"), dtype=str, skip_bad_lines=True).fillna("")
     times = _nano_or_text(frame, "TimeUnixNano", "Timestamp", path)
     out = []
     for t, pod, trace_id, raw in zip(
@@ -141,7 +141,7 @@ def read_logs(path: Path) -> list[LogRecord]:
 def read_spans(path: Path) -> list[Span]:
     """Spans of one trace file."""
     cols = ("TraceID", "SpanID", "ParentID", "PodName", "OperationName")
-    frame = read_csv(path, required=cols, dtype=str).fillna("")
+    frame = read_csv(path, required=cols, dtype=str, skip_bad_lines=True).fillna("")
     starts = _nano_or_text(frame, "StartTimeUnixNano", "StartTime", path)
     ends = _nano_or_text(frame, "EndTimeUnixNano", "EndTime", path)
     status = frame["Status"] if "Status" in frame.columns else [""] * len(frame)
@@ -262,21 +262,33 @@ class _FolderMetrics:
 
 
 class _FolderLogs:
-    def __init__(self, folder: _Folder) -> None:
+    """Logs of a day folder in the query's window, plus every record of a fault-free folder."""
+
+    def __init__(self, folder: _Folder | None, fault_free: _Folder | None = None) -> None:
         self._folder = folder
+        self._fault_free = fault_free
 
     async def records(self, query: LogQuery) -> list[LogRecord]:
-        found = self._folder.minute_records("log", query.window)
-        return await InMemoryLogs(found).records(query)
+        found = await InMemoryLogs(self._folder.minute_records("log", query.window)).records(query) if self._folder else []
+        if self._fault_free is not None:
+            wanted = set(query.entities)
+            found += [r for r in self._fault_free.minute_records("log", None) if not wanted or r.entity in wanted]
+        return found
 
 
 class _FolderTraces:
-    def __init__(self, folder: _Folder) -> None:
+    """Spans of a day folder in the query's window, plus every span of a fault-free folder."""
+
+    def __init__(self, folder: _Folder | None, fault_free: _Folder | None = None) -> None:
         self._folder = folder
+        self._fault_free = fault_free
 
     async def spans(self, query: SpanQuery) -> list[Span]:
-        found = self._folder.minute_records("trace", query.window)
-        return await InMemoryTraces(found).spans(query)
+        found = await InMemoryTraces(self._folder.minute_records("trace", query.window)).spans(query) if self._folder else []
+        if self._fault_free is not None:
+            wanted = set(query.entities)
+            found += [s for s in self._fault_free.minute_records("trace", None) if not wanted or s.entity in wanted]
+        return found
 
 
 class _FolderTopology:
@@ -381,17 +393,20 @@ def _day_cases(
             traces=_FolderTraces(folder) if has_traces else None,
             topology=_FolderTopology(tuple(topo_parts), kpi) if topo_parts else None,
         )
+        # Normal behaviour: the hour before the window, and for logs and traces also the
+        # layout's fault-free stretch (construct_data), read whole.
+        lookback = Window(window.start - NORMAL_LOOKBACK_SECONDS, window.start)
         normals: dict[Modality, Normal] = {}
         if has_metrics:
-            lookback = Window(window.start - NORMAL_LOOKBACK_SECONDS, window.start)
             normals[Modality.METRICS] = Normal(lookback, sources)
-        if normal is not None:
-            ref = Sources(logs=_FolderLogs(normal) if normal.has("log") else None,
-                          traces=_FolderTraces(normal) if normal.has("trace") else None)  # fmt: skip
-            for modality, kind in ((Modality.LOGS, "log"), (Modality.TRACES, "trace")):
-                covered = normal.covered(kind)
-                if covered is not None:
-                    normals[modality] = Normal(covered, ref)
+        free_logs = normal if normal is not None and normal.has("log") else None
+        free_traces = normal if normal is not None and normal.has("trace") else None
+        if has_logs or free_logs:
+            ref_logs = _FolderLogs(folder if has_logs else None, free_logs)
+            normals[Modality.LOGS] = Normal(lookback, Sources(logs=ref_logs))
+        if has_traces or free_traces:
+            ref_traces = _FolderTraces(folder if has_traces else None, free_traces)
+            normals[Modality.TRACES] = Normal(lookback, Sources(traces=ref_traces))
         symptom = kpi[0] if kpi else _entry_service(folder, normal, window)
         incident = Incident(
             id=case_id, dataset=name, symptom=symptom, window=window, sources=sources,

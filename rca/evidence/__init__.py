@@ -1,0 +1,51 @@
+"""Evidence: what the telemetry says, item by item, each with the query that produced it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import NewType
+
+from rca.model import Modality
+from rca.signals import Signal
+
+EvidenceId = NewType("EvidenceId", str)
+
+
+class EvidenceKind(StrEnum):
+    METRIC_SHIFT = "metric_shift"
+    LOG_NEW_TEMPLATE = "log_new_template"
+    LOG_ERROR_SHIFT = "log_error_shift"
+    LOG_FREQUENCY_SHIFT = "log_frequency_shift"
+    TRACE_SELF_TIME = "trace_self_time"
+    TRACE_EDGE_LATENCY = "trace_edge_latency"
+    TRACE_ERRORS = "trace_errors"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One anomaly found in one entity's telemetry.
+
+    `score` is a robust deviation (about 3 is notable, 10 is strong); `onset` is when the
+    change began, when it can be told; `query` re-runs what produced it.
+    """
+
+    id: EvidenceId
+    modality: Modality
+    kind: EvidenceKind
+    entity: str
+    subject: str
+    score: float
+    signal: Signal
+    query: str
+    detail: str
+    onset: float | None = None
+    direction: int = 1  # +1 the value rose, -1 it fell
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id, "modality": self.modality.value, "kind": self.kind.value,
+            "entity": self.entity, "subject": self.subject, "score": round(self.score, 4),
+            "signal": self.signal.value, "query": self.query, "detail": self.detail,
+            "onset": self.onset, "direction": self.direction,
+        }  # fmt: skip

@@ -1,0 +1,81 @@
+"""Metric evidence: how far each series left its normal range, and when it left."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rca.model import Series, Window
+from rca.signals import Signal, signal_of
+
+# A MAD within this share of the median is treated as measurement noise.
+_REL_FLOOR = 0.05
+_MIN_NORMAL = 3
+ONSET_Z = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class MetricShift:
+    entity: str
+    metric: str
+    instance: str
+    signal: Signal
+    score: float  # largest robust z inside the window
+    onset: float | None  # first time |z| passed ONSET_Z and stayed past it at the next point
+    direction: int
+    normal_median: float
+    peak: float
+
+
+def robust_z(normal: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(x - median) / scale, scale = 1.4826 MAD floored at a share of |median| and at 1e-9."""
+    med = float(np.median(normal))
+    mad = 1.4826 * float(np.median(np.abs(normal - med)))
+    scale = max(mad, _REL_FLOOR * abs(med), 1e-9)
+    return (values - med) / scale
+
+
+def shift_of(normal: Series | None, now: Series) -> MetricShift | None:
+    """The shift of one series against its normal part; None when there is nothing to compare."""
+    values, times = now.values, now.timestamps
+    keep = np.isfinite(values)
+    values, times = values[keep], times[keep]
+    ref = normal.values[np.isfinite(normal.values)] if normal is not None else np.array([])
+    if ref.size < _MIN_NORMAL:  # no normal data: the first third of the window serves
+        cut = max(1, values.size // 3)
+        ref, values, times = values[:cut], values[cut:], times[cut:]
+    if values.size == 0 or ref.size == 0:
+        return None
+    z = robust_z(ref, values)
+    peak_i = int(np.argmax(np.abs(z)))
+    return MetricShift(
+        entity=now.entity, metric=now.metric, instance=now.instance, signal=signal_of(now.metric),
+        score=float(abs(z[peak_i])), onset=_onset(times, z), direction=1 if z[peak_i] >= 0 else -1,
+        normal_median=float(np.median(ref)), peak=float(values[peak_i]),
+    )  # fmt: skip
+
+
+def _onset(times: np.ndarray, z: np.ndarray) -> float | None:
+    over = np.abs(z) >= ONSET_Z
+    for i in range(over.size):
+        if over[i] and (i + 1 >= over.size or over[i + 1]):
+            return float(times[i])
+    return None
+
+
+def metric_shifts(normal: Sequence[Series], now: Sequence[Series]) -> list[MetricShift]:
+    """A MetricShift per series of the incident window, strongest first."""
+    base = {(s.entity, s.metric, s.instance): s for s in normal}
+    out = [
+        shift
+        for s in now
+        if (shift := shift_of(base.get((s.entity, s.metric, s.instance)), s)) is not None
+    ]
+    return sorted(out, key=lambda m: -m.score)
+
+
+def window_points(window: Window, series: Sequence[Series]) -> int:
+    """How many points the series hold inside the window, at most."""
+    return max((len(s.between(window)) for s in series), default=0)

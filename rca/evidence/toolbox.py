@@ -1,0 +1,235 @@
+"""The read-only tools an investigation uses: each turns one query into evidence items.
+
+A toolbox belongs to one incident. The heavy part of each modality (reading a window of
+logs and mining templates, or computing span timings) runs once, on first use, and each
+tool call then returns the evidence for the entity or edge it names, with the query that
+produced it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.evidence.logs import TemplateShift, mine, new_miner, template_shifts
+from rca.evidence.metrics import MetricShift, metric_shifts
+from rca.evidence.traces import LatencyShift, latency_shifts, timings
+from rca.model import Incident, Modality, Severity, Window
+from rca.signals import Signal, is_host_metric
+from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
+
+METRIC_MIN_Z = 3.0
+LOG_MIN_Z = 3.0
+TRACE_MIN_Z = 3.0
+_EXCEPTION_WORDS = ("exception", "threw", "error", "fail", "refused", "timeout", "unavailable")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What one tool call returned: evidence, or a plain reason why there is none."""
+
+    tool: str
+    target: str
+    query: str
+    evidence: tuple[Evidence, ...]
+    status: str = "ok"  # ok | no_data | unavailable
+
+
+class Toolbox:
+    """Evidence tools over one incident's sources."""
+
+    def __init__(self, incident: Incident) -> None:
+        self.incident = incident
+        self._ids = itertools.count(1)
+        self._lock = asyncio.Lock()
+        self._metrics: dict[str, list[MetricShift]] | None = None
+        self._logs: dict[str, list[TemplateShift]] | None = None
+        self._own: dict[str, LatencyShift] | None = None
+        self._gaps: dict[str, LatencyShift] | None = None
+        self._graph: nx.DiGraph | None = None
+        self.missing: list[str] = list(incident.missing())
+
+    def _next_id(self) -> EvidenceId:
+        return EvidenceId(f"ev-{next(self._ids)}")
+
+    async def topology(self) -> nx.DiGraph:
+        """The call graph, caller -> callee; empty when no topology source exists."""
+        if self._graph is None:
+            src = self.incident.sources.topology
+            self._graph = await src.topology() if src is not None else nx.DiGraph()
+            if src is None:
+                self.missing.append("topology: absent")
+        return self._graph
+
+    async def entities(self) -> tuple[str, ...]:
+        """Every entity seen by any source."""
+        names = set((await self.topology()).nodes)
+        if self.incident.sources.metrics is not None:
+            names.update(await self.incident.sources.metrics.entities())
+        return tuple(sorted(str(n) for n in names))
+
+    # -- metrics -----------------------------------------------------------------------
+    async def _metric_index(self) -> dict[str, list[MetricShift]]:
+        async with self._lock:
+            if self._metrics is None:
+                self._metrics = {}
+                src = self.incident.sources.metrics
+                if src is not None:
+                    now = await src.series(MetricQuery(self.incident.window))
+                    normal = self.incident.normal_for(Modality.METRICS)
+                    ref = []
+                    if normal is not None and normal.sources.metrics is not None:
+                        ref = await normal.sources.metrics.series(MetricQuery(normal.window))
+                    else:
+                        self.missing.append("normal metrics: absent, the start of the window serves")
+                    for m in metric_shifts(ref, now):
+                        self._metrics.setdefault(m.entity, []).append(m)
+            return self._metrics
+
+    async def metrics(self, entity: str) -> ToolResult:
+        """Series of one entity that left their normal range."""
+        query = MetricQuery(self.incident.window, (entity,)).describe()
+        if self.incident.sources.metrics is None:
+            return ToolResult("metrics", entity, query, (), "unavailable")
+        shifts = (await self._metric_index()).get(entity, [])
+        best: dict[tuple[Signal, bool], MetricShift] = {}
+        for m in shifts:
+            if m.score < METRIC_MIN_Z:
+                continue
+            key = (m.signal, is_host_metric(m.metric))
+            if key not in best or m.score > best[key].score:
+                best[key] = m
+        items = tuple(self._metric_evidence(m, query) for m in sorted(best.values(), key=lambda m: -m.score))
+        return ToolResult("metrics", entity, query, items, "ok" if shifts else "no_data")
+
+    def _metric_evidence(self, m: MetricShift, query: str) -> Evidence:
+        arrow = "rose" if m.direction > 0 else "fell"
+        return Evidence(
+            id=self._next_id(), modality=Modality.METRICS, kind=EvidenceKind.METRIC_SHIFT,
+            entity=m.entity, subject=m.metric, score=m.score,
+            signal=m.signal,
+            query=query, onset=m.onset, direction=m.direction,
+            detail=f"{m.metric} {arrow} to {m.peak:.4g} (normal {m.normal_median:.4g}, robust z {m.score:.1f})"
+            + (" [host]" if is_host_metric(m.metric) else ""),
+        )  # fmt: skip
+
+    # -- logs --------------------------------------------------------------------------
+    async def _log_index(self) -> dict[str, list[TemplateShift]]:
+        async with self._lock:
+            if self._logs is None:
+                self._logs = {}
+                src = self.incident.sources.logs
+                if src is not None:
+                    normal = self.incident.normal_for(Modality.LOGS)
+                    ref_records = []
+                    if normal is not None and normal.sources.logs is not None:
+                        ref_records = await normal.sources.logs.records(LogQuery(normal.window))
+                    else:
+                        self.missing.append("normal logs: absent, every template counts as new")
+                    now_records = await src.records(LogQuery(self.incident.window))
+                    miner = new_miner()
+                    ref, now = await asyncio.to_thread(
+                        lambda: (mine(miner, ref_records), mine(miner, now_records))
+                    )
+                    for t in template_shifts(ref, now):
+                        self._logs.setdefault(t.entity, []).append(t)
+            return self._logs
+
+    async def logs(self, entity: str) -> ToolResult:
+        """Templates of one service whose rate changed, error and new ones first."""
+        query = LogQuery(self.incident.window, (entity,)).describe()
+        if self.incident.sources.logs is None:
+            return ToolResult("logs", entity, query, (), "unavailable")
+        shifts = (await self._log_index()).get(entity, [])
+        items = []
+        for t in shifts:
+            if t.score < LOG_MIN_Z:
+                continue
+            is_error = t.severity >= Severity.WARNING or any(w in t.template.lower() for w in _EXCEPTION_WORDS)
+            kind = EvidenceKind.LOG_ERROR_SHIFT if is_error else (
+                EvidenceKind.LOG_NEW_TEMPLATE if t.is_new else EvidenceKind.LOG_FREQUENCY_SHIFT)  # fmt: skip
+            signal = Signal.ERRORS if is_error else Signal.OTHER
+            state = "new" if t.is_new else f"was {t.normal_per_min:.1f}/min"
+            items.append(Evidence(
+                id=self._next_id(), modality=Modality.LOGS, kind=kind, entity=entity,
+                subject=t.template_id, score=t.score, signal=signal, query=query,
+                detail=f"{t.severity.name} '{t.template[:160]}' {t.now_per_min:.1f}/min ({state})",
+                onset=t.first_seen if np.isfinite(t.first_seen) else None,
+            ))  # fmt: skip
+        return ToolResult("logs", entity, query, tuple(items[:8]), "ok" if shifts else "no_data")
+
+    # -- traces ------------------------------------------------------------------------
+    async def _trace_index(self) -> tuple[dict[str, LatencyShift], dict[str, LatencyShift]]:
+        async with self._lock:
+            if self._own is None or self._gaps is None:
+                self._own, self._gaps = {}, {}
+                src = self.incident.sources.traces
+                if src is not None:
+                    normal = self.incident.normal_for(Modality.TRACES)
+                    ref_spans = []
+                    if normal is not None and normal.sources.traces is not None:
+                        ref_spans = await normal.sources.traces.spans(SpanQuery(normal.window))
+                    else:
+                        self.missing.append("normal traces: absent, no latency baseline")
+                    now_spans = await src.spans(SpanQuery(self.incident.window))
+                    (o0, g0), (o1, g1) = timings(ref_spans), timings(now_spans)
+                    self._own = {s.subject: s for s in latency_shifts(o0, o1)}
+                    self._gaps = {s.subject: s for s in latency_shifts(g0, g1)}
+            return self._own, self._gaps
+
+    async def spans(self, entity: str) -> ToolResult:
+        """The service's own-time shift and the network-gap shifts of calls into and out of it."""
+        query = SpanQuery(self.incident.window, (entity,)).describe()
+        if self.incident.sources.traces is None:
+            return ToolResult("spans", entity, query, (), "unavailable")
+        own, gaps = await self._trace_index()
+        items = []
+        mine_ = own.get(entity)
+        if mine_ is not None and mine_.score >= TRACE_MIN_Z:
+            items.append(self._span_evidence(entity, mine_, EvidenceKind.TRACE_SELF_TIME, query))
+        for subject, g in gaps.items():
+            caller, _, callee = subject.partition("->")
+            if entity in (caller, callee) and g.score >= TRACE_MIN_Z:
+                items.append(self._span_evidence(entity, g, EvidenceKind.TRACE_EDGE_LATENCY, query))
+        found = mine_ is not None or any(entity in s.split("->") for s in gaps)
+        return ToolResult("spans", entity, query, tuple(items), "ok" if found else "no_data")
+
+    def edge_stats(self, entity: str) -> tuple[int, int]:
+        """(calls into or out of the entity with a gap measured, of which shifted)."""
+        gaps = self._gaps or {}
+        touching = [g for s, g in gaps.items() if entity in s.split("->")]
+        return len(touching), sum(1 for g in touching if g.score >= TRACE_MIN_Z)
+
+    def _span_evidence(self, entity: str, s: LatencyShift, kind: EvidenceKind, query: str) -> Evidence:
+        what = "own time" if kind is EvidenceKind.TRACE_SELF_TIME else f"network gap {s.subject}"
+        return Evidence(
+            id=self._next_id(), modality=Modality.TRACES, kind=kind, entity=entity,
+            subject=s.subject, score=s.score, signal=Signal.LATENCY, query=query, onset=s.onset,
+            detail=f"{what}: p50 {s.normal_p50 * 1e3:.1f} -> {s.now_p50 * 1e3:.1f} ms, "
+            f"p90 {s.normal_p90 * 1e3:.1f} -> {s.now_p90 * 1e3:.1f} ms over {s.count} spans",
+        )  # fmt: skip
+
+    async def all_evidence(self, entities: tuple[str, ...] | None = None) -> list[Evidence]:
+        """Every tool on every entity: what an exhaustive scan finds."""
+        names = entities or await self.entities()
+        out: list[Evidence] = []
+        for e in names:
+            for tool in (self.metrics, self.logs, self.spans):
+                out.extend((await tool(e)).evidence)
+        return out
+
+    def window(self) -> Window:
+        return self.incident.window
+
+
+def per_entity(evidence: list[Evidence]) -> dict[str, list[Evidence]]:
+    grouped: dict[str, list[Evidence]] = defaultdict(list)
+    for ev in evidence:
+        grouped[ev.entity].append(ev)
+    return grouped

@@ -1,0 +1,138 @@
+"""Trace evidence: where latency originates, per service (own time) and per call (network gap).
+
+A span's time splits into its own work and the time spent waiting on children. For a call
+into another service, the caller's client span minus the callee's server span is the time on
+the wire (plus queueing): a delay injected on a service's network shows there, on the calls
+into and out of that service, while its own work stays the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rca.model import Span, SpanStatus
+
+MIN_SAMPLES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """One measured piece of time: a service's own work or a call's network gap."""
+
+    subject: str  # service name, or "caller->callee"
+    start: float
+    seconds: float
+
+
+def timings(spans: Sequence[Span]) -> tuple[list[Timing], list[Timing]]:
+    """Own-work times per service and network gaps per call edge."""
+    children: dict[tuple[str, str], list[Span]] = defaultdict(list)
+    for s in spans:
+        if s.parent_id:
+            children[(s.trace_id, s.parent_id)].append(s)
+    own, gaps = [], []
+    for s in spans:
+        kids = children.get((s.trace_id, s.span_id), [])
+        remote = [k for k in kids if k.entity != s.entity]
+        local = [k for k in kids if k.entity == s.entity]
+        if remote:
+            gap = max(0.0, s.duration - _covered(s, remote))
+            for callee in {k.entity for k in remote}:
+                gaps.append(Timing(f"{s.entity}->{callee}", s.start, gap))
+        else:
+            own.append(Timing(s.entity, s.start, max(0.0, s.duration - _covered(s, local))))
+    return own, gaps
+
+
+def _covered(parent: Span, kids: Sequence[Span]) -> float:
+    """Time inside the parent covered by at least one child (children may overlap)."""
+    if not kids:
+        return 0.0
+    intervals = sorted((max(k.start, parent.start), min(k.end, parent.end)) for k in kids)
+    total, cur_s, cur_e = 0.0, intervals[0][0], intervals[0][1]
+    for s, e in intervals[1:]:
+        if s > cur_e:
+            total += max(0.0, cur_e - cur_s)
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    return total + max(0.0, cur_e - cur_s)
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyShift:
+    """A latency distribution now against normal."""
+
+    subject: str
+    normal_p50: float
+    now_p50: float
+    normal_p90: float
+    now_p90: float
+    count: int
+    score: float
+    onset: float | None
+
+
+def shift(subject: str, normal: Sequence[Timing], now: Sequence[Timing]) -> LatencyShift | None:
+    """How far the median and the tail moved, in robust units; None without enough samples."""
+    if len(now) < MIN_SAMPLES or len(normal) < MIN_SAMPLES:
+        return None
+    ref = np.array([t.seconds for t in normal])
+    cur = np.array([t.seconds for t in now])
+    n50, n90 = np.percentile(ref, [50, 90])
+    c50, c90 = np.percentile(cur, [50, 90])
+    mad = 1.4826 * float(np.median(np.abs(ref - n50)))
+    scale = max(mad, 0.1 * n50, 1e-3)  # below a millisecond is noise
+    tail_scale = max(scale, 0.1 * n90)
+    score = max((c50 - n50) / scale, 0.5 * (c90 - n90) / tail_scale)
+    slow = sorted(t.start for t in now if t.seconds > n90 + 3 * scale)
+    onset = slow[0] if slow else None
+    return LatencyShift(subject, float(n50), float(c50), float(n90), float(c90), len(now), float(score), onset)
+
+
+def latency_shifts(normal: Sequence[Timing], now: Sequence[Timing]) -> list[LatencyShift]:
+    """A shift per subject present in both periods, strongest first."""
+    ref: dict[str, list[Timing]] = defaultdict(list)
+    cur: dict[str, list[Timing]] = defaultdict(list)
+    for t in normal:
+        ref[t.subject].append(t)
+    for t in now:
+        cur[t.subject].append(t)
+    out = [s for subj, items in cur.items() if (s := shift(subj, ref.get(subj, []), items))]
+    return sorted(out, key=lambda s: -s.score)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorShift:
+    entity: str
+    normal_rate: float
+    now_rate: float
+    errors: int
+    score: float
+
+
+def error_shifts(normal: Sequence[Span], now: Sequence[Span]) -> list[ErrorShift]:
+    """Per service, the share of its spans marked as errors, now against normal."""
+
+    def rates(spans: Sequence[Span]) -> dict[str, tuple[int, int]]:
+        acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for s in spans:
+            acc[s.entity][0] += s.status is SpanStatus.ERROR
+            acc[s.entity][1] += 1
+        return {k: (v[0], v[1]) for k, v in acc.items()}
+
+    ref, cur = rates(normal), rates(now)
+    out = []
+    for entity, (err, total) in cur.items():
+        if err == 0:
+            continue
+        n_err, n_total = ref.get(entity, (0, 0))
+        expected = (n_err + 0.5) / (n_total + 1.0) * total
+        score = (err - expected) / math.sqrt(expected + 1.0)
+        out.append(ErrorShift(entity, n_err / max(n_total, 1), err / total, err, score))
+    return sorted(out, key=lambda e: -e.score)

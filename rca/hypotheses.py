@@ -1,0 +1,209 @@
+"""Root-cause hypotheses: (service, fault type) with a value in [0, 1], each citing its evidence.
+
+The value of a hypothesis is read from the evidence of its service, shaped by three rules that
+hold in any call graph:
+- localised evidence (a service's own CPU, own work time, the network gap of every call it
+  takes part in, exceptions it throws) weighs more than evidence that propagates (latency and
+  errors seen by callers);
+- a service whose anomaly is explained by an anomalous callee, downstream of it in the call
+  graph, is a victim rather than a cause;
+- an anomaly already under way when the window opened belongs to an earlier incident more
+  likely than to this one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import NewType
+
+import networkx as nx
+
+from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.model import FaultType, Window
+from rca.signals import Signal, is_host_metric
+
+HypothesisId = NewType("HypothesisId", str)
+_EXCEPTION_WORDS = ("exception", "threw", "throwable", "stacktrace", "caused by")
+
+
+@dataclass(frozen=True, slots=True)
+class Hypothesis:
+    id: HypothesisId
+    service: str
+    fault_type: FaultType
+    value: float
+    evidence: tuple[EvidenceId, ...]
+    rationale: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id, "service": self.service, "fault_type": self.fault_type.value,
+            "value": round(self.value, 4), "evidence": list(self.evidence), "rationale": self.rationale,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringConfig:
+    """Constants of the hypothesis value; the same for every system."""
+
+    stale_share: float = 0.2  # onsets in the first fifth of the window are "already under way"
+    stale_weight: float = 0.4
+    victim_factor: float = 0.55  # a service explained by an anomalous callee keeps this share
+    victim_ratio: float = 0.7  # the callee must carry at least this share of the value
+    victim_hops: int = 3
+    background_quantile: float = 0.75  # a component's level in most services is background
+
+
+def saturate(z: float, k: float) -> float:
+    """Map a non-negative deviation to [0, 1): k is where it reaches 63%."""
+    return 1.0 - math.exp(-max(z, 0.0) / k)
+
+
+@dataclass(slots=True)
+class _Signals:
+    """Per-service components in [0, 1] and the evidence behind each."""
+
+    parts: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    cites: dict[str, list[EvidenceId]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, part: str, value: float, ev: Evidence) -> None:
+        if value > self.parts[part]:
+            self.parts[part] = value
+        self.cites[part].append(ev.id)
+
+    def get(self, part: str) -> float:
+        return self.parts.get(part, 0.0)
+
+
+def _weight(ev: Evidence, window: Window, cfg: ScoringConfig) -> float:
+    if ev.onset is None:
+        return 1.0 if ev.modality.value == "logs" else cfg.stale_weight + 0.3
+    if ev.onset < window.start + cfg.stale_share * window.seconds:
+        return cfg.stale_weight
+    return 1.0
+
+
+def _components(
+    evidence: Sequence[Evidence], window: Window, cfg: ScoringConfig, edge_share: Callable[[str], float]
+) -> dict[str, _Signals]:
+    out: dict[str, _Signals] = defaultdict(_Signals)
+    log_mass: dict[tuple[str, str], float] = defaultdict(float)
+    for ev in evidence:
+        sig = out[ev.entity]
+        w = _weight(ev, window, cfg)
+        if ev.kind is EvidenceKind.METRIC_SHIFT:
+            host = is_host_metric(ev.subject)
+            part = {Signal.CPU: "cpu", Signal.MEMORY: "mem", Signal.DISK: "disk", Signal.LATENCY: "lat",
+                    Signal.ERRORS: "err", Signal.TRAFFIC: "traffic", Signal.NETWORK: "net"}.get(ev.signal)  # fmt: skip
+            if part is None:
+                continue
+            rising = ev.direction > 0 or ev.signal is Signal.ERRORS
+            if part in ("cpu", "mem", "disk", "lat", "traffic") and not rising:
+                continue
+            sig.add(part + ("_host" if host else ""), w * saturate(ev.score, 20.0), ev)
+        elif ev.kind is EvidenceKind.TRACE_SELF_TIME:
+            sig.add("own", w * saturate(ev.score, 8.0), ev)
+        elif ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
+            sig.add("gap", w * saturate(ev.score, 8.0) * edge_share(ev.entity), ev)
+        elif ev.kind is EvidenceKind.LOG_ERROR_SHIFT:
+            exc = any(word in ev.detail.lower() for word in _EXCEPTION_WORDS)
+            key = "exc" if exc else "logerr"
+            log_mass[(ev.entity, key)] += w * ev.score
+            sig.cites[key].append(ev.id)
+        elif ev.kind in (EvidenceKind.LOG_NEW_TEMPLATE, EvidenceKind.LOG_FREQUENCY_SHIFT):
+            log_mass[(ev.entity, "lognew")] += w * ev.score
+            sig.cites["lognew"].append(ev.id)
+    for (entity, key), mass in log_mass.items():
+        scale = {"exc": 6.0, "logerr": 15.0, "lognew": 60.0}[key]
+        out[entity].parts[key] = saturate(mass, scale)
+    _keep_what_stands_out(out, cfg.background_quantile)
+    for sig in out.values():
+        for part in list(sig.parts):
+            sig.parts[part] *= SPECIFICITY.get(part, 0.3)
+    return out
+
+
+# How much a component, once it stands out, points at its own service rather than at the
+# load or at a neighbour: exceptions thrown and delays on every call of a service are its
+# own; latency, traffic, I/O counters and error logs also move in its callers.
+SPECIFICITY: dict[str, float] = {
+    "exc": 1.0, "gap": 1.0, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logerr": 0.7, "err": 0.6,
+    "lat": 0.5, "traffic": 0.45, "disk": 0.4, "net": 0.4, "lognew": 0.4,
+}  # fmt: skip
+
+
+def _keep_what_stands_out(comps: dict[str, _Signals], quantile: float) -> None:
+    """Rescale each component to how far a service stands above the others.
+
+    A signal that moved in most services at once (a workload change, a noisy exporter) is
+    background; what matters is the service where it moved more than elsewhere.
+    """
+    parts = {p for sig in comps.values() for p in sig.parts}
+    for part in parts:
+        values = sorted(sig.get(part) for sig in comps.values())
+        background = values[min(len(values) - 1, int(quantile * len(values)))] if values else 0.0
+        for sig in comps.values():
+            v = sig.get(part)
+            sig.parts[part] = max(0.0, v - background) / max(1e-9, 1.0 - background) if v else 0.0
+
+
+# fault type -> (component, weight) pairs; the weights of a type add up to 1
+_RECIPES: dict[FaultType, tuple[tuple[str, float], ...]] = {
+    FaultType.CPU: (("cpu", 0.6), ("own", 0.25), ("lat", 0.15)),
+    FaultType.MEMORY: (("mem", 0.75), ("lat", 0.15), ("own", 0.1)),
+    FaultType.DISK: (("disk", 0.75), ("own", 0.25)),
+    FaultType.NETWORK_DELAY: (("gap", 0.6), ("lat", 0.25), ("net", 0.15)),
+    FaultType.EXCEPTION: (("exc", 0.65), ("err", 0.2), ("logerr", 0.15)),
+    FaultType.WRONG_RESULT: (("logerr", 0.6), ("lognew", 0.25), ("err", 0.15)),
+    FaultType.OVERLOAD: (("traffic", 0.55), ("lat", 0.3), ("cpu", 0.15)),
+}
+
+
+def score_hypotheses(
+    evidence: Sequence[Evidence],
+    *,
+    graph: nx.DiGraph,
+    window: Window,
+    edge_share: Callable[[str], float] = lambda _: 1.0,
+    config: ScoringConfig = ScoringConfig(),
+) -> list[Hypothesis]:
+    """Every (service, fault type) hypothesis the evidence supports, best first."""
+    comps = _components(evidence, window, config, edge_share)
+    best: dict[str, tuple[float, FaultType, list[EvidenceId]]] = {}
+    for entity, sig in comps.items():
+        for fault, recipe in _RECIPES.items():
+            value = sum(w * sig.get(part) for part, w in recipe)
+            if value <= 0:
+                continue
+            cites = [i for part, _ in recipe for i in sig.cites.get(part, [])]
+            if entity not in best or value > best[entity][0]:
+                best[entity] = (value, fault, cites)
+    values = {e: v for e, (v, _, _) in best.items()}
+    adjusted = _discount_victims(values, comps, graph, config)
+    ranked = sorted(adjusted.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    out = []
+    for i, (entity, (value, why)) in enumerate(ranked, start=1):
+        _, fault, cites = best[entity]
+        out.append(Hypothesis(HypothesisId(f"h-{i}"), entity, fault, round(value, 6),
+                              tuple(dict.fromkeys(cites)), why))  # fmt: skip
+    return out
+
+
+def _discount_victims(
+    values: dict[str, float], comps: dict[str, _Signals], graph: nx.DiGraph, cfg: ScoringConfig
+) -> dict[str, tuple[float, str]]:
+    out: dict[str, tuple[float, str]] = {}
+    for entity, value in values.items():
+        why = "strongest localised evidence" if value > 0 else ""
+        if entity in graph:
+            reach = nx.single_source_shortest_path_length(graph, entity, cutoff=cfg.victim_hops)
+            culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= cfg.victim_ratio * value]
+            if culprits:
+                top = max(culprits, key=lambda d: values[d])
+                value *= cfg.victim_factor
+                why = f"explained in part by anomalous callee {top}"
+        out[entity] = (value, why)
+    return out
