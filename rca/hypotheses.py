@@ -54,6 +54,7 @@ class ScoringConfig:
     victim_factor: float = 0.55  # a service explained by an anomalous callee keeps this share
     victim_ratio: float = 0.7  # the callee must carry at least this share of the value
     victim_hops: int = 3
+    unreachable_factor: float = 0.5  # a service the symptom does not call, even indirectly
     background_quantile: float = 0.75  # a component's level in most services is background
 
 
@@ -113,11 +114,14 @@ def _components(
             key = "exc" if exc else "logerr"
             log_mass[(ev.entity, key)] += w * ev.score
             sig.cites[key].append(ev.id)
+        elif ev.kind is EvidenceKind.LOG_FREQUENCY_SHIFT and ev.direction < 0:
+            log_mass[(ev.entity, "logdrop")] += ev.score
+            sig.cites["logdrop"].append(ev.id)
         elif ev.kind in (EvidenceKind.LOG_NEW_TEMPLATE, EvidenceKind.LOG_FREQUENCY_SHIFT):
             log_mass[(ev.entity, "lognew")] += w * ev.score
             sig.cites["lognew"].append(ev.id)
     for (entity, key), mass in log_mass.items():
-        scale = {"exc": 6.0, "logerr": 15.0, "lognew": 60.0}[key]
+        scale = {"exc": 6.0, "logerr": 15.0, "lognew": 60.0, "logdrop": 6.0}[key]
         out[entity].parts[key] = saturate(mass, scale)
     _keep_what_stands_out(out, cfg.background_quantile)
     for sig in out.values():
@@ -130,8 +134,8 @@ def _components(
 # load or at a neighbour: exceptions thrown and delays on every call of a service are its
 # own; latency, traffic, I/O counters and error logs also move in its callers.
 SPECIFICITY: dict[str, float] = {
-    "exc": 1.0, "gap": 1.0, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logerr": 0.7, "err": 0.6,
-    "lat": 0.5, "traffic": 0.45, "disk": 0.4, "net": 0.4, "lognew": 0.4,
+    "exc": 1.0, "gap": 1.0, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logdrop": 0.8, "logerr": 0.7, "err": 0.6,
+    "lat": 0.5, "traffic": 0.2, "disk": 0.4, "net": 0.4, "lognew": 0.4,
 }  # fmt: skip
 
 
@@ -156,9 +160,22 @@ _RECIPES: dict[FaultType, tuple[tuple[str, float], ...]] = {
     FaultType.MEMORY: (("mem", 0.75), ("lat", 0.15), ("own", 0.1)),
     FaultType.DISK: (("disk", 0.75), ("own", 0.25)),
     FaultType.NETWORK_DELAY: (("gap", 0.6), ("lat", 0.25), ("net", 0.15)),
-    FaultType.EXCEPTION: (("exc", 0.65), ("err", 0.2), ("logerr", 0.15)),
-    FaultType.WRONG_RESULT: (("logerr", 0.6), ("lognew", 0.25), ("err", 0.15)),
-    FaultType.OVERLOAD: (("traffic", 0.55), ("lat", 0.3), ("cpu", 0.15)),
+    FaultType.EXCEPTION: (("exc", 0.5), ("logdrop", 0.3), ("err", 0.1), ("logerr", 0.1)),
+    FaultType.WRONG_RESULT: (("logerr", 0.45), ("logdrop", 0.3), ("lognew", 0.15), ("err", 0.1)),
+    FaultType.OVERLOAD: (("traffic", 0.4), ("lat", 0.4), ("cpu", 0.2)),
+}
+
+
+# A fault type is weighed only when one of its primary components is present: latency alone
+# is not an overload, and a slow service is not a CPU fault without a CPU signal.
+_GATES: dict[FaultType, tuple[str, ...]] = {
+    FaultType.CPU: ("cpu",),
+    FaultType.MEMORY: ("mem",),
+    FaultType.DISK: ("disk",),
+    FaultType.NETWORK_DELAY: ("gap", "lat", "net"),
+    FaultType.EXCEPTION: ("exc", "err", "logdrop"),
+    FaultType.WRONG_RESULT: ("logerr", "lognew", "logdrop"),
+    FaultType.OVERLOAD: ("traffic",),
 }
 
 
@@ -167,6 +184,7 @@ def score_hypotheses(
     *,
     graph: nx.DiGraph,
     window: Window,
+    symptom: str = "",
     edge_share: Callable[[str], float] = lambda _: 1.0,
     config: ScoringConfig = ScoringConfig(),
 ) -> list[Hypothesis]:
@@ -175,6 +193,8 @@ def score_hypotheses(
     best: dict[str, tuple[float, FaultType, list[EvidenceId]]] = {}
     for entity, sig in comps.items():
         for fault, recipe in _RECIPES.items():
+            if not any(sig.get(part) > 0 for part in _GATES[fault]):
+                continue
             value = sum(w * sig.get(part) for part, w in recipe)
             if value <= 0:
                 continue
@@ -182,6 +202,9 @@ def score_hypotheses(
             if entity not in best or value > best[entity][0]:
                 best[entity] = (value, fault, cites)
     values = {e: v for e, (v, _, _) in best.items()}
+    if symptom in graph:
+        downstream = nx.descendants(graph, symptom) | {symptom}
+        values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
     adjusted = _discount_victims(values, comps, graph, config)
     ranked = sorted(adjusted.items(), key=lambda kv: (-kv[1][0], kv[0]))
     out = []

@@ -10,8 +10,8 @@ import numpy as np
 from rca.model import Series, Window
 from rca.signals import Signal, signal_of
 
-# A MAD within this share of the median is treated as measurement noise.
-_REL_FLOOR = 0.05
+# A deviation within this share of the median is treated as measurement noise.
+_REL_FLOOR = 0.001
 _MIN_NORMAL = 3
 ONSET_Z = 3.0
 
@@ -30,10 +30,12 @@ class MetricShift:
 
 
 def robust_z(normal: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """(x - median) / scale, scale = 1.4826 MAD floored at a share of |median| and at 1e-9."""
+    """(x - median) / scale: scale is 1.4826 MAD, or half the standard deviation when most
+    normal points sit on one value, floored at a thousandth of |median| (a series that never
+    moved, like 100 % availability, makes a one-point drop stand out, not infinite)."""
     med = float(np.median(normal))
     mad = 1.4826 * float(np.median(np.abs(normal - med)))
-    scale = max(mad, _REL_FLOOR * abs(med), 1e-9)
+    scale = max(mad, 0.5 * float(np.std(normal)), _REL_FLOOR * abs(med), 1e-9)
     return (values - med) / scale
 
 

@@ -149,6 +149,15 @@ class Toolbox:
         shifts = (await self._log_index()).get(entity, [])
         items = []
         for t in shifts:
+            if t.score <= -LOG_MIN_Z and not t.is_new:  # a code path the service stopped running
+                items.append(Evidence(
+                    id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_FREQUENCY_SHIFT,
+                    entity=entity, subject=t.template_id, score=-t.score, signal=Signal.OTHER,
+                    query=query, direction=-1,
+                    detail=f"{t.severity.name} '{t.template[:160]}' fell to {t.now_per_min:.1f}/min "
+                    f"(was {t.normal_per_min:.1f}/min)",
+                ))  # fmt: skip
+                continue
             if t.score < LOG_MIN_Z:
                 continue
             is_error = t.severity >= Severity.WARNING or any(w in t.template.lower() for w in _EXCEPTION_WORDS)
