@@ -88,7 +88,11 @@ def _weight(ev: Evidence, window: Window, cfg: ScoringConfig) -> float:
 
 
 def _components(
-    evidence: Sequence[Evidence], window: Window, cfg: ScoringConfig, edge_share: Callable[[str], float]
+    evidence: Sequence[Evidence],
+    window: Window,
+    cfg: ScoringConfig,
+    edge_share: Callable[[str], float],
+    population: int = 0,
 ) -> dict[str, _Signals]:
     out: dict[str, _Signals] = defaultdict(_Signals)
     log_mass: dict[tuple[str, str], float] = defaultdict(float)
@@ -123,7 +127,7 @@ def _components(
     for (entity, key), mass in log_mass.items():
         scale = {"exc": 6.0, "logerr": 15.0, "lognew": 60.0, "logdrop": 6.0}[key]
         out[entity].parts[key] = saturate(mass, scale)
-    _keep_what_stands_out(out, cfg.background_quantile)
+    _keep_what_stands_out(out, cfg.background_quantile, population)
     for sig in out.values():
         for part in list(sig.parts):
             sig.parts[part] *= SPECIFICITY.get(part, 0.3)
@@ -139,15 +143,17 @@ SPECIFICITY: dict[str, float] = {
 }  # fmt: skip
 
 
-def _keep_what_stands_out(comps: dict[str, _Signals], quantile: float) -> None:
+def _keep_what_stands_out(comps: dict[str, _Signals], quantile: float, population: int) -> None:
     """Rescale each component to how far a service stands above the others.
 
     A signal that moved in most services at once (a workload change, a noisy exporter) is
-    background; what matters is the service where it moved more than elsewhere.
+    background; what matters is the service where it moved more than elsewhere. Services
+    not observed (or quiet) count as zeros among the `population`.
     """
     parts = {p for sig in comps.values() for p in sig.parts}
     for part in parts:
-        values = sorted(sig.get(part) for sig in comps.values())
+        observed = [sig.get(part) for sig in comps.values()]
+        values = sorted([0.0] * max(0, population - len(observed)) + observed)
         background = values[min(len(values) - 1, int(quantile * len(values)))] if values else 0.0
         for sig in comps.values():
             v = sig.get(part)
@@ -189,7 +195,7 @@ def score_hypotheses(
     config: ScoringConfig = ScoringConfig(),
 ) -> list[Hypothesis]:
     """Every (service, fault type) hypothesis the evidence supports, best first."""
-    comps = _components(evidence, window, config, edge_share)
+    comps = _components(evidence, window, config, edge_share, graph.number_of_nodes())
     best: dict[str, tuple[float, FaultType, list[EvidenceId]]] = {}
     for entity, sig in comps.items():
         for fault, recipe in _RECIPES.items():

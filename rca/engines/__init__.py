@@ -17,14 +17,23 @@ class Engine(Protocol):
 
 
 def engine_names() -> tuple[str, ...]:
-    return ("baro",)
+    return ("lats", "linear", "linear-multi", "baro")
 
 
-def build_engine(name: str) -> Engine:
-    """An engine by its command-line name."""
+def build_engine(name: str, *, ablation: str = "") -> Engine:
+    """An engine by its command-line name, optionally with one ablation (`lats` only)."""
+    from rca.engines.baro import BaroEngine
+    from rca.engines.lats import ABLATIONS, VARIANTS, SearchEngine, Variant, ablate
+
     key = name.strip().lower()
-    if key == "baro":
-        from rca.engines.baro import BaroEngine
-
+    if key == "baro" and not ablation:
         return BaroEngine()
+    if key in VARIANTS:
+        variant = VARIANTS[key]
+        if ablation:
+            if ablation not in ABLATIONS:
+                raise EngineError(f"unknown ablation {ablation!r}; choose from {', '.join(ABLATIONS)}")
+            variant = Variant(variant.name, variant.order, ablate(variant.config, ablation))
+            return SearchEngine(variant, name=f"{key}-no-{ablation}")
+        return SearchEngine(variant)
     raise EngineError(f"unknown engine {name!r}; choose from {', '.join(engine_names())}")

@@ -39,6 +39,7 @@ class ToolResult:
     query: str
     evidence: tuple[Evidence, ...]
     status: str = "ok"  # ok | no_data | unavailable
+    leads: tuple[str, ...] = ()  # entities a scan ranked, most anomalous first
 
 
 class Toolbox:
@@ -154,8 +155,8 @@ class Toolbox:
                     id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_FREQUENCY_SHIFT,
                     entity=entity, subject=t.template_id, score=-t.score, signal=Signal.OTHER,
                     query=query, direction=-1,
-                    detail=f"{t.severity.name} '{t.template[:160]}' fell to {t.now_per_min:.1f}/min "
-                    f"(was {t.normal_per_min:.1f}/min)",
+                    detail=f"{t.severity.name} '{t.template[:160]}' fell behind the service's volume: "
+                    f"{t.now_per_min:.1f}/min (was {t.normal_per_min:.1f}/min)",
                 ))  # fmt: skip
                 continue
             if t.score < LOG_MIN_Z:
@@ -215,6 +216,11 @@ class Toolbox:
         touching = [g for s, g in gaps.items() if entity in s.split("->")]
         return len(touching), sum(1 for g in touching if g.score >= TRACE_MIN_Z)
 
+    def edge_share(self, entity: str) -> float:
+        """Share of an entity's measured calls whose network gap shifted; 1 without traces."""
+        total, shifted = self.edge_stats(entity)
+        return shifted / total if total else 1.0
+
     def _span_evidence(self, entity: str, s: LatencyShift, kind: EvidenceKind, query: str) -> Evidence:
         what = "own time" if kind is EvidenceKind.TRACE_SELF_TIME else f"network gap {s.subject}"
         return Evidence(
@@ -223,6 +229,25 @@ class Toolbox:
             detail=f"{what}: p50 {s.normal_p50 * 1e3:.1f} -> {s.now_p50 * 1e3:.1f} ms, "
             f"p90 {s.normal_p90 * 1e3:.1f} -> {s.now_p90 * 1e3:.1f} ms over {s.count} spans",
         )  # fmt: skip
+
+    async def scan(self, modality: str, *, top: int = 8) -> ToolResult:
+        """The entities whose telemetry of one modality stands out most, without the detail.
+
+        Like a glance at a dashboard sorted by anomaly: each entity's evidence of that
+        modality is weighed as hypotheses are, and the leaders are named.
+        """
+        from rca.hypotheses import score_hypotheses
+
+        query = f"scan {modality}[{self.incident.window.to_iso()}]"
+        tool = {"metrics": self.metrics, "logs": self.logs, "traces": self.spans}.get(modality)
+        present = self.incident.sources.modalities().get(modality, False)
+        if tool is None or not present:
+            return ToolResult("scan", modality, query, (), "unavailable")
+        evidence = [ev for e in await self.entities() for ev in (await tool(e)).evidence]
+        ranked = score_hypotheses(evidence, graph=await self.topology(), window=self.incident.window,
+                                  symptom=self.incident.symptom, edge_share=self.edge_share)  # fmt: skip
+        leads = tuple(h.service for h in ranked[:top])
+        return ToolResult("scan", modality, query, (), "ok" if leads else "no_data", leads)
 
     async def all_evidence(self, entities: tuple[str, ...] | None = None) -> list[Evidence]:
         """Every tool on every entity: what an exhaustive scan finds."""

@@ -1,0 +1,35 @@
+"""From ranked hypotheses to a decision: confidences and a summary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rca.hypotheses import Hypothesis
+from rca.search.state import Decision, RankedCause
+
+
+def confidences(ranked: Sequence[Hypothesis]) -> list[float]:
+    """A hypothesis' value tempered by how clearly it leads the next one."""
+    out = []
+    for i, h in enumerate(ranked):
+        nxt = ranked[i + 1].value if i + 1 < len(ranked) else 0.0
+        margin = (h.value - nxt) / h.value if h.value > 0 else 0.0
+        out.append(round(min(0.99, h.value * (0.6 + 0.4 * margin)), 4))
+    return out
+
+
+def decide(hypotheses: Sequence[Hypothesis], *, symptom: str, top: int = 10) -> Decision:
+    """The ranking, its confidence and a one-line summary."""
+    ranked = list(hypotheses[:top])
+    if not ranked:
+        return Decision((), 0.0, "no anomaly explains the symptom in what could be read")
+    conf = confidences(ranked)
+    causes = tuple(
+        RankedCause(h.service, h.fault_type.value, c, h.id) for h, c in zip(ranked, conf, strict=True)
+    )
+    lead = ranked[0]
+    summary = (
+        f"{lead.service} ({lead.fault_type.value}) explains the symptom at "
+        f"{symptom or 'the entry'}: {lead.rationale}"
+    )
+    return Decision(causes, conf[0], summary)

@@ -1,0 +1,91 @@
+"""LATS-RCA and the paper's comparisons as engines over the same tools and reasoner."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+
+from rca.model import Candidate, Cost, Diagnosis, FaultType, Incident
+from rca.reasoners import Reasoner
+from rca.reasoners.offline import OfflineReasoner
+from rca.search.actions import AgentKind
+from rca.search.config import SearchConfig
+from rca.search.events import Event, Finished
+from rca.search.supervisor import run_search
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """How an engine drives the search."""
+
+    name: str
+    order: tuple[AgentKind, ...]
+    config: SearchConfig
+
+
+def linear_config(base: SearchConfig, *, steps: int) -> SearchConfig:
+    """A ReAct-style trajectory: one action per step, no branching, no tree to select in."""
+    return replace(base, n_candidates=1, iterations_per_agent=steps, max_depth=steps, rounds=1,
+                   handoff_r=0.0, handoff_c_comp=0.0)  # fmt: skip
+
+
+VARIANTS: dict[str, Variant] = {
+    "lats": Variant("lats", (AgentKind.METRIC, AgentKind.TRACE, AgentKind.LOG), SearchConfig()),
+    "linear": Variant("linear", (AgentKind.METRIC,), linear_config(SearchConfig(), steps=8)),
+    "linear-multi": Variant(
+        "linear-multi", (AgentKind.LOG, AgentKind.METRIC, AgentKind.TRACE), linear_config(SearchConfig(), steps=4)
+    ),
+}
+
+ABLATIONS = ("batching", "backprop", "reflection")
+
+
+def ablate(config: SearchConfig, what: str) -> SearchConfig:
+    """The paper's ablations: one candidate per expansion, no backpropagation, no reflection."""
+    if what == "batching":
+        return replace(config, n_candidates=1)
+    if what == "backprop":
+        return replace(config, backprop=False)
+    if what == "reflection":
+        return replace(config, reflection=False)
+    raise ValueError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)}")
+
+
+class SearchEngine:
+    """An engine that runs the supervised search and reads its trace."""
+
+    def __init__(self, variant: Variant, *, reasoner: Reasoner | None = None, name: str | None = None) -> None:
+        self.variant = variant
+        self.reasoner = reasoner or OfflineReasoner(temperature=variant.config.temperature)
+        self.name = name or variant.name
+
+    def stream(self, incident: Incident) -> AsyncIterator[Event]:
+        """The investigation's progress events, ending with Finished."""
+        return run_search(incident, reasoner=self.reasoner, config=self.variant.config,
+                          order=self.variant.order, engine=self.name)  # fmt: skip
+
+    async def investigate(self, incident: Incident) -> Diagnosis:
+        finished: Finished | None = None
+        async for event in self.stream(incident):
+            if isinstance(event, Finished):
+                finished = event
+        assert finished is not None
+        return diagnosis_of(incident, self.name, finished.trace)
+
+
+def diagnosis_of(incident: Incident, engine: str, trace: dict) -> Diagnosis:
+    """The Diagnosis an evaluation reads, from a trace's decision report."""
+    hyps = {h["id"]: h for h in trace["hypothesis_set"]["hypotheses"]}
+    details = {ev["id"]: ev["detail"] for ev in trace["evidence_package"]["evidence"]}
+    ranking = tuple(
+        Candidate(
+            service=r["service"], score=r["confidence"], fault_type=FaultType(r["fault_type"]),
+            evidence=tuple(details[i] for i in hyps[r["hypothesis"]]["evidence"][:3] if i in details),
+        )
+        for r in trace["decision_report"]["ranking"]
+    )
+    c = trace["cost"]
+    cost = Cost(c["seconds"], c["iterations"], c["hypotheses"], c["evidence_items"], c["llm_calls"],
+                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"])  # fmt: skip
+    missing = tuple(trace["evidence_package"]["missing"])
+    return Diagnosis(incident.id, engine, ranking, missing, cost, trace)

@@ -1,0 +1,42 @@
+"""Reasoners: who proposes actions, reflects on them and writes the decision.
+
+The offline reasoner is deterministic and needs nothing outside the process; a model-backed
+reasoner implements the same Protocol and drops in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rca.search.actions import Action
+from rca.search.state import Decision, DiagnosticState, Reflection, Step
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+
+class Reasoner(Protocol):
+    name: str
+
+    async def propose(self, state: DiagnosticState, *, n: int, seed: int) -> list[Action]:
+        """N candidate actions, sampled; repeats are allowed and measure self-consistency."""
+        ...
+
+    async def reflect(self, state: DiagnosticState, steps: Sequence[Step]) -> list[Reflection]:
+        """One reflection per executed step, all in one call."""
+        ...
+
+    async def decide(self, state: DiagnosticState) -> Decision:
+        """The final ranking from the merged state."""
+        ...
+
+    def usage(self) -> Usage:
+        """What this reasoner has spent so far."""
+        ...

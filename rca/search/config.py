@@ -1,0 +1,31 @@
+"""Search constants, with the LATS-RCA paper's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rca.hypotheses import ScoringConfig
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    c_uct: float = 1.0  # exploration constant of UCT
+    n_candidates: int = 5  # N actions sampled per expansion
+    temperature: float = 0.7  # sampling temperature of proposals
+    w: float = 0.5  # R = w r + (1 - w) sc
+    max_depth: int = 6  # depth limit of a tree
+    iterations_per_agent: int = 6  # budget of one agent's turn
+    rounds: int = 2  # turns each agent may get from the supervisor
+    handoff_r: float = 0.7  # hand off when r falls below this ...
+    handoff_c_comp: float = 0.6  # ... or completeness below this
+    min_iterations_before_handoff: int = 2
+    confirm_value: float = 0.6  # a hypothesis is confirmed at this value ...
+    confirm_c_comp: float = 0.85  # ... with this completeness
+    seed: int = 0
+    backprop: bool = True  # ablation switch
+    reflection: bool = True  # ablation switch
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+
+    @property
+    def batch(self) -> int:
+        return self.n_candidates

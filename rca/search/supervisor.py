@@ -1,0 +1,119 @@
+"""The supervisor: runs the agents in turn, hands condensed summaries between them, and
+correlates their best states into one decision and its four-stage trace."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import AsyncIterator, Sequence
+
+from rca.evidence import EvidenceId
+from rca.evidence.toolbox import Toolbox
+from rca.model import Cost, Incident
+from rca.reasoners import Reasoner
+from rca.search.actions import AGENT_TOOLS, AgentKind, Tool
+from rca.search.agents import AgentSearch, Shared
+from rca.search.config import SearchConfig
+from rca.search.events import Event, Finished, Handoff
+from rca.search.state import DiagnosticState
+from rca.trace import EvidencePackage, Trace, analysis_structure, decision_report, to_json
+
+
+def available_agents(incident: Incident, order: Sequence[AgentKind]) -> list[AgentKind]:
+    present = incident.sources.modalities()
+    need = {AgentKind.METRIC: "metrics", AgentKind.LOG: "logs", AgentKind.TRACE: "traces"}
+    return [a for a in order if present[need[a]]]
+
+
+def summarise(state: DiagnosticState, *, top: int = 3) -> tuple[frozenset[EvidenceId], str]:
+    """The condensed summary an agent hands on: its leading hypotheses and their evidence."""
+    hyps = state.hypotheses[:top]
+    ids = frozenset(i for h in hyps for i in h.evidence[:4])
+    text = "; ".join(f"{h.service} {h.fault_type.value} {h.value:.2f}" for h in hyps) or "nothing anomalous yet"
+    return ids, text
+
+
+async def run_search(
+    incident: Incident,
+    *,
+    reasoner: Reasoner,
+    config: SearchConfig,
+    order: Sequence[AgentKind] = (AgentKind.METRIC, AgentKind.TRACE, AgentKind.LOG),
+    engine: str = "lats",
+) -> AsyncIterator[Event]:
+    """The investigation as a stream of events; the last one is Finished with the trace."""
+    started = time.perf_counter()
+    toolbox = Toolbox(incident)
+    graph = await toolbox.topology()
+    kinds = available_agents(incident, order)
+    tools = tuple(dict.fromkeys(t for k in kinds for t in AGENT_TOOLS[k]))
+    shared = Shared(toolbox, reasoner, config, graph, incident.symptom, incident.window,
+                    tools or (Tool.SCAN,), {}, itertools.count(1), {}, set())  # fmt: skip
+    agents = [AgentSearch(k, shared) for k in kinds]
+    done = False
+    for _round in range(config.rounds):
+        for i, agent in enumerate(agents):
+            reason = "turn budget spent"
+            for _ in range(config.iterations_per_agent):
+                async for event in agent.iterate():
+                    yield event
+                if agent.confirmed:
+                    done, reason = True, "hypothesis confirmed"
+                    break
+                last = agent.last
+                if last is not None and agent.iterations >= config.min_iterations_before_handoff and (
+                    last.r < config.handoff_r or last.c_comp < config.handoff_c_comp
+                ):
+                    reason = f"insufficient progress (r {last.r:.2f}, c_comp {last.c_comp:.2f})"
+                    break
+            if len(agents) > 1:
+                nxt = agents[(i + 1) % len(agents)]
+                best = agent.best_state()
+                ids, text = summarise(best)
+                nxt.receive(ids, best.scope, best.leads, text)
+                yield Handoff(agent.kind, nxt.kind, reason, text)
+            if done:
+                break
+        if done:
+            break
+    merged = _merge(agents, shared, incident)
+    decision = await reasoner.decide(merged)
+    trace = _trace(incident, merged, toolbox, engine, agents, shared, started)
+    yield Finished(decision.summary, to_json(trace))
+
+
+def _merge(agents: list[AgentSearch], shared: Shared, incident: Incident) -> DiagnosticState:
+    ids: frozenset[EvidenceId] = frozenset()
+    scope: frozenset[str] = frozenset()
+    for a in agents:
+        s = a.best_state()
+        ids |= frozenset(ev.id for ev in s.evidence)
+        scope |= s.scope
+    kind = agents[0].kind if agents else AgentKind.METRIC
+    return DiagnosticState(
+        agent=kind, symptom=incident.symptom, window=incident.window, graph=shared.graph,
+        scope=scope, evidence=tuple(shared.registry[i] for i in sorted(ids, key=lambda x: int(x[3:]))),
+        hypotheses=shared.hypotheses(ids), tried=frozenset(), leads=(), tools=shared.tools,
+    )  # fmt: skip
+
+
+def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine: str,
+           agents: list[AgentSearch], shared: Shared, started: float) -> Trace:  # fmt: skip
+    entities = {ev.entity for ev in state.evidence} | set(state.scope)
+    ep = EvidencePackage(
+        window=incident.window, modalities=incident.sources.modalities(),
+        scope=tuple(sorted(state.scope)), evidence=state.evidence,
+        missing=tuple(dict.fromkeys(toolbox.missing)),
+        edge_shares={e: toolbox.edge_share(e) for e in sorted(entities)},
+    )  # fmt: skip
+    hyps = state.hypotheses
+    chains = analysis_structure(ep, hyps, graph=shared.graph, symptom=incident.symptom)
+    decision = decision_report(ep, hyps, symptom=incident.symptom)
+    usage = shared.reasoner.usage()
+    cost = Cost(
+        seconds=time.perf_counter() - started, iterations=sum(a.iterations for a in agents),
+        hypotheses=len(shared.seen_hypotheses), evidence_items=len(shared.registry),
+        llm_calls=usage.calls, llm_input_tokens=usage.input_tokens,
+        llm_output_tokens=usage.output_tokens, llm_cached_tokens=usage.cached_tokens,
+    )  # fmt: skip
+    return Trace(incident.id, incident.symptom, engine, ep, hyps, chains, decision, cost)

@@ -1,0 +1,247 @@
+"""The four-stage trace of an investigation, versioned and checked against its JSON Schema.
+
+    evidence package   -> window, modalities, entity scope, evidence items (with queries)
+    hypothesis set     -> (service, fault type, value) hypotheses citing evidence ids
+    analysis structure -> causal chains in the call graph, with onsets and supporting evidence
+    decision report    -> ranking, confidence, recommended verification tests
+
+Each later stage is a function of the earlier ones, so any stage can be replayed from given
+upstream artifacts (`replay`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import networkx as nx
+
+from rca.decision import decide
+from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.hypotheses import Hypothesis, HypothesisId, ScoringConfig, score_hypotheses
+from rca.model import Cost, FaultType, Modality, Window, to_iso
+from rca.signals import Signal
+from rca.timestamps import parse_timestamp
+
+VERSION = "1"
+STAGES = ("evidence_package", "hypothesis_set", "analysis_structure", "decision_report")
+
+
+@dataclass(frozen=True, slots=True)
+class EvidencePackage:
+    window: Window
+    modalities: dict[str, bool]
+    scope: tuple[str, ...]
+    evidence: tuple[Evidence, ...]
+    missing: tuple[str, ...]
+    edge_shares: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    id: str
+    source: str  # the cause side
+    target: str  # the effect side (its caller)
+    onset_source: float | None
+    onset_target: float | None
+    evidence: tuple[EvidenceId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    hypothesis: HypothesisId
+    root: str
+    links: tuple[Link, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Test:
+    """A verification test: a query whose outcome separates hypotheses."""
+
+    id: str
+    hypothesis: HypothesisId
+    tool: str
+    target: str
+    query: str
+    expected: str
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionReport:
+    ranking: tuple[tuple[str, str, float, str], ...]  # service, fault type, confidence, hypothesis
+    confidence: float
+    summary: str
+    tests: tuple[Test, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    incident: str
+    symptom: str
+    engine: str
+    evidence_package: EvidencePackage
+    hypotheses: tuple[Hypothesis, ...]
+    chains: tuple[Chain, ...]
+    decision: DecisionReport
+    cost: Cost = Cost()
+
+
+# -- stages ---------------------------------------------------------------------------------
+def hypothesis_set(ep: EvidencePackage, *, graph: nx.DiGraph, symptom: str,
+                   config: ScoringConfig = ScoringConfig()) -> tuple[Hypothesis, ...]:  # fmt: skip
+    """Stage 2 from stage 1."""
+    return tuple(score_hypotheses(
+        ep.evidence, graph=graph, window=ep.window, symptom=symptom,
+        edge_share=lambda e: ep.edge_shares.get(e, 1.0), config=config,
+    ))  # fmt: skip
+
+
+def analysis_structure(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], *,
+                       graph: nx.DiGraph, symptom: str, top: int = 3) -> tuple[Chain, ...]:  # fmt: skip
+    """Stage 3: for the leading hypotheses, the call path from the root cause up to the symptom."""
+    onsets: dict[str, float] = {}
+    cites: dict[str, list[EvidenceId]] = {}
+    for ev in ep.evidence:
+        cites.setdefault(ev.entity, []).append(ev.id)
+        if ev.onset is not None:
+            onsets[ev.entity] = min(onsets.get(ev.entity, ev.onset), ev.onset)
+    chains = []
+    for h in hypotheses[:top]:
+        path = _call_path(graph, symptom, h.service)
+        links = []
+        for i, (callee, caller) in enumerate(itertools.pairwise(path[::-1])):
+            ids = tuple(cites.get(callee, [])[:3] + cites.get(caller, [])[:3])
+            links.append(Link(f"{h.id}-l{i + 1}", callee, caller, onsets.get(callee), onsets.get(caller), ids))
+        chains.append(Chain(h.id, h.service, tuple(links)))
+    return tuple(chains)
+
+
+def _call_path(graph: nx.DiGraph, symptom: str, root: str) -> list[str]:
+    if symptom == root or symptom not in graph or root not in graph:
+        return [root]
+    try:
+        return list(nx.shortest_path(graph, symptom, root))
+    except nx.NetworkXNoPath:
+        return [root]
+
+
+def decision_report(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], *, symptom: str) -> DecisionReport:
+    """Stage 4: ranking with confidence, and a test per leading hypothesis."""
+    decision = decide(hypotheses, symptom=symptom)
+    by_id = {ev.id: ev for ev in ep.evidence}
+    tests: list[Test] = []
+    for h in hypotheses[:3]:
+        cited = [by_id[i] for i in h.evidence if i in by_id]
+        if not cited:
+            continue
+        strongest = max(cited, key=lambda ev: ev.score)
+        tool = {Modality.METRICS: "metrics", Modality.LOGS: "logs", Modality.TRACES: "spans"}[strongest.modality]
+        tests.append(Test(
+            f"t-{len(tests) + 1}", h.id, tool, strongest.entity, strongest.query,
+            f"if {h.service} ({h.fault_type.value}) is the cause, {strongest.subject} at "
+            f"{strongest.entity} stays anomalous (score >= 3) and leads in onset",
+        ))  # fmt: skip
+    ranking = tuple((c.service, c.fault_type, c.confidence, c.hypothesis) for c in decision.ranking)
+    return DecisionReport(ranking, decision.confidence, decision.summary, tuple(tests))
+
+
+def replay(trace: Trace, *, graph: nx.DiGraph, start: str = "hypothesis_set",
+           config: ScoringConfig = ScoringConfig()) -> Trace:  # fmt: skip
+    """Re-run the stages from `start` on, from the artifacts upstream of it."""
+    if start not in STAGES[1:]:
+        raise ValueError(f"can replay from {', '.join(STAGES[1:])}, not {start!r}")
+    ep = trace.evidence_package
+    hyps = trace.hypotheses
+    if start == "hypothesis_set":
+        hyps = hypothesis_set(ep, graph=graph, symptom=trace.symptom, config=config)
+    chains = trace.chains
+    if start in ("hypothesis_set", "analysis_structure"):
+        chains = analysis_structure(ep, hyps, graph=graph, symptom=trace.symptom)
+    decision = decision_report(ep, hyps, symptom=trace.symptom)
+    return replace(trace, hypotheses=hyps, chains=chains, decision=decision)
+
+
+# -- JSON -----------------------------------------------------------------------------------
+def schema() -> dict[str, Any]:
+    return json.loads((resources.files("rca") / "schemas" / "trace.schema.json").read_text())
+
+
+def to_json(trace: Trace) -> dict[str, Any]:
+    """The trace as JSON, validated against the schema."""
+    ep = trace.evidence_package
+    doc = {
+        "version": VERSION,
+        "incident": {"id": trace.incident, "symptom": trace.symptom, "engine": trace.engine},
+        "evidence_package": {
+            "window": {"start": to_iso(ep.window.start), "end": to_iso(ep.window.end)},
+            "modalities": dict(ep.modalities), "entity_scope": list(ep.scope),
+            "evidence": [ev.to_json() for ev in ep.evidence], "missing": list(ep.missing),
+            "edge_shares": {k: round(v, 4) for k, v in sorted(ep.edge_shares.items())},
+        },
+        "hypothesis_set": {"hypotheses": [h.to_json() for h in trace.hypotheses]},
+        "analysis_structure": {"chains": [
+            {"hypothesis": c.hypothesis, "root": c.root, "links": [
+                {"id": ln.id, "source": ln.source, "target": ln.target, "onset_source": ln.onset_source,
+                 "onset_target": ln.onset_target, "evidence": list(ln.evidence)} for ln in c.links]}
+            for c in trace.chains]},
+        "decision_report": {
+            "ranking": [{"service": s, "fault_type": f, "confidence": c, "hypothesis": h}
+                        for s, f, c, h in trace.decision.ranking],
+            "confidence": trace.decision.confidence, "summary": trace.decision.summary,
+            "tests": [{"id": t.id, "hypothesis": t.hypothesis, "tool": t.tool, "target": t.target,
+                       "query": t.query, "expected": t.expected} for t in trace.decision.tests],
+        },
+        "cost": {"seconds": round(trace.cost.seconds, 4), "iterations": trace.cost.iterations,
+                 "hypotheses": trace.cost.hypotheses, "evidence_items": trace.cost.evidence_items,
+                 "llm_calls": trace.cost.llm_calls, "llm_input_tokens": trace.cost.llm_input_tokens,
+                 "llm_output_tokens": trace.cost.llm_output_tokens,
+                 "llm_cached_tokens": trace.cost.llm_cached_tokens},
+    }  # fmt: skip
+    jsonschema.validate(doc, schema())
+    return doc
+
+
+def from_json(doc: dict[str, Any]) -> Trace:
+    """A trace from its JSON, validated first."""
+    jsonschema.validate(doc, schema())
+    ep = doc["evidence_package"]
+    evidence = tuple(
+        Evidence(
+            id=EvidenceId(e["id"]), modality=Modality(e["modality"]), kind=EvidenceKind(e["kind"]),
+            entity=e["entity"], subject=e["subject"], score=float(e["score"]), signal=Signal(e["signal"]),
+            query=e["query"], detail=e["detail"], onset=e["onset"], direction=int(e["direction"]),
+        )
+        for e in ep["evidence"]
+    )  # fmt: skip
+    package = EvidencePackage(
+        Window(parse_timestamp(ep["window"]["start"]), parse_timestamp(ep["window"]["end"])),
+        dict(ep["modalities"]), tuple(ep["entity_scope"]), evidence, tuple(ep["missing"]),
+        {k: float(v) for k, v in ep["edge_shares"].items()},
+    )
+    hyps = tuple(
+        Hypothesis(HypothesisId(h["id"]), h["service"], FaultType(h["fault_type"]), float(h["value"]),
+                   tuple(EvidenceId(i) for i in h["evidence"]), h["rationale"])  # fmt: skip
+        for h in doc["hypothesis_set"]["hypotheses"]
+    )
+    chains = tuple(
+        Chain(HypothesisId(c["hypothesis"]), c["root"], tuple(
+            Link(ln["id"], ln["source"], ln["target"], ln["onset_source"], ln["onset_target"],
+                 tuple(EvidenceId(i) for i in ln["evidence"])) for ln in c["links"]))  # fmt: skip
+        for c in doc["analysis_structure"]["chains"]
+    )
+    dr = doc["decision_report"]
+    decision = DecisionReport(
+        tuple((r["service"], r["fault_type"], float(r["confidence"]), r["hypothesis"]) for r in dr["ranking"]),
+        float(dr["confidence"]), dr["summary"],
+        tuple(Test(t["id"], HypothesisId(t["hypothesis"]), t["tool"], t["target"], t["query"], t["expected"])
+              for t in dr["tests"]),  # fmt: skip
+    )
+    c = doc["cost"]
+    cost = Cost(c["seconds"], c["iterations"], c["hypotheses"], c["evidence_items"], c["llm_calls"],
+                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"])  # fmt: skip
+    inc = doc["incident"]
+    return Trace(inc["id"], inc["symptom"], inc["engine"], package, hyps, chains, decision, cost)
