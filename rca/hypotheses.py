@@ -22,7 +22,7 @@ from typing import NewType
 import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.model import FaultType, Window
+from rca.model import FaultType, Modality, Window
 from rca.signals import Signal, is_host_metric
 
 HypothesisId = NewType("HypothesisId", str)
@@ -185,12 +185,19 @@ _GATES: dict[FaultType, tuple[str, ...]] = {
 }
 
 
+_MODALITY_OF_PART: dict[str, Modality] = {
+    "exc": Modality.LOGS, "logerr": Modality.LOGS, "logdrop": Modality.LOGS, "lognew": Modality.LOGS,
+    "gap": Modality.TRACES, "own": Modality.TRACES,
+}  # fmt: skip
+
+
 def score_hypotheses(
     evidence: Sequence[Evidence],
     *,
     graph: nx.DiGraph,
     window: Window,
     symptom: str = "",
+    modalities: frozenset[Modality] = frozenset(Modality),
     edge_share: Callable[[str], float] = lambda _: 1.0,
     config: ScoringConfig = ScoringConfig(),
 ) -> list[Hypothesis]:
@@ -201,7 +208,10 @@ def score_hypotheses(
         for fault, recipe in _RECIPES.items():
             if not any(sig.get(part) > 0 for part in _GATES[fault]):
                 continue
-            value = sum(w * sig.get(part) for part, w in recipe)
+            # parts whose modality the incident lacks neither count nor dilute
+            usable = [(part, w) for part, w in recipe if _MODALITY_OF_PART.get(part, Modality.METRICS) in modalities]
+            weight = sum(w for _, w in usable)
+            value = sum(w * sig.get(part) for part, w in usable) / weight if weight else 0.0
             if value <= 0:
                 continue
             cites = [i for part, _ in recipe for i in sig.cites.get(part, [])]
@@ -212,7 +222,9 @@ def score_hypotheses(
         downstream = nx.descendants(graph, symptom) | {symptom}
         values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
     adjusted = _discount_victims(values, comps, graph, config)
-    ranked = sorted(adjusted.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    strength = {e: max((ev.score for ev in evidence if ev.entity == e), default=0.0) for e in adjusted}
+    # values equal to three places (saturated signals) are told apart by the raw deviation
+    ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]], kv[0]))
     out = []
     for i, (entity, (value, why)) in enumerate(ranked, start=1):
         _, fault, cites = best[entity]

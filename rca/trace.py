@@ -96,6 +96,7 @@ def hypothesis_set(ep: EvidencePackage, *, graph: nx.DiGraph, symptom: str,
     """Stage 2 from stage 1."""
     return tuple(score_hypotheses(
         ep.evidence, graph=graph, window=ep.window, symptom=symptom,
+        modalities=frozenset(Modality(m) for m, ok in ep.modalities.items() if ok),
         edge_share=lambda e: ep.edge_shares.get(e, 1.0), config=config,
     ))  # fmt: skip
 

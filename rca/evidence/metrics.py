@@ -39,8 +39,14 @@ def robust_z(normal: np.ndarray, values: np.ndarray) -> np.ndarray:
     return (values - med) / scale
 
 
-def shift_of(normal: Series | None, now: Series) -> MetricShift | None:
-    """The shift of one series against its normal part; None when there is nothing to compare."""
+def shift_of(normal: Series | None, now: Series, *, local_end: float | None = None) -> MetricShift | None:
+    """The shift of one series against its normal part; None when there is nothing to compare.
+
+    With `local_end`, the points of the window before it are the series' recent past: a
+    value counts only as far as it departs from both the normal period and that recent
+    past (in the normal period's units), so a level that had already drifted before the
+    incident began is not taken for the incident.
+    """
     values, times = now.values, now.timestamps
     keep = np.isfinite(values)
     values, times = values[keep], times[keep]
@@ -51,6 +57,15 @@ def shift_of(normal: Series | None, now: Series) -> MetricShift | None:
     if values.size == 0 or ref.size == 0:
         return None
     z = robust_z(ref, values)
+    if local_end is not None:
+        recent = times < local_end
+        if recent.any() and (~recent).any():
+            local = robust_z(ref, values[recent])
+            base = float(np.median(local))
+            later = z[~recent]
+            z = np.where(np.sign(later) == np.sign(later - base), np.sign(later) * np.minimum(
+                np.abs(later), np.abs(later - base)), 0.0)  # fmt: skip
+            values, times = values[~recent], times[~recent]
     peak_i = int(np.argmax(np.abs(z)))
     return MetricShift(
         entity=now.entity, metric=now.metric, instance=now.instance, signal=signal_of(now.metric),
@@ -67,13 +82,16 @@ def _onset(times: np.ndarray, z: np.ndarray) -> float | None:
     return None
 
 
-def metric_shifts(normal: Sequence[Series], now: Sequence[Series]) -> list[MetricShift]:
+def metric_shifts(
+    normal: Sequence[Series], now: Sequence[Series], *, local_end: float | None = None
+) -> list[MetricShift]:
     """A MetricShift per series of the incident window, strongest first."""
     base = {(s.entity, s.metric, s.instance): s for s in normal}
     out = [
         shift
         for s in now
-        if (shift := shift_of(base.get((s.entity, s.metric, s.instance)), s)) is not None
+        if (shift := shift_of(base.get((s.entity, s.metric, s.instance)), s, local_end=local_end))
+        is not None
     ]
     return sorted(out, key=lambda m: -m.score)
 

@@ -27,6 +27,7 @@ from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 METRIC_MIN_Z = 3.0
 LOG_MIN_Z = 3.0
 TRACE_MIN_Z = 3.0
+LOCAL_SHARE = 0.25  # without an alert time, the window's first quarter is its recent past
 _EXCEPTION_WORDS = ("exception", "threw", "error", "fail", "refused", "timeout", "unavailable")
 
 
@@ -55,6 +56,18 @@ class Toolbox:
         self._gaps: dict[str, LatencyShift] | None = None
         self._graph: nx.DiGraph | None = None
         self.missing: list[str] = list(incident.missing())
+
+    def modalities(self) -> frozenset[Modality]:
+        """The modalities this incident has sources for."""
+        return frozenset(Modality(m) for m, ok in self.incident.sources.modalities().items() if ok)
+
+    def local_end(self) -> float:
+        """Where the window's recent past ends: a quarter into the window.
+
+        Not the alert time: the cause usually moves before the symptom alerts.
+        """
+        w = self.incident.window
+        return w.start + LOCAL_SHARE * w.seconds
 
     def _next_id(self) -> EvidenceId:
         return EvidenceId(f"ev-{next(self._ids)}")
@@ -89,7 +102,7 @@ class Toolbox:
                         ref = await normal.sources.metrics.series(MetricQuery(normal.window))
                     else:
                         self.missing.append("normal metrics: absent, the start of the window serves")
-                    for m in metric_shifts(ref, now):
+                    for m in metric_shifts(ref, now, local_end=self.local_end()):
                         self._metrics.setdefault(m.entity, []).append(m)
             return self._metrics
 
@@ -244,8 +257,10 @@ class Toolbox:
         if tool is None or not present:
             return ToolResult("scan", modality, query, (), "unavailable")
         evidence = [ev for e in await self.entities() for ev in (await tool(e)).evidence]
-        ranked = score_hypotheses(evidence, graph=await self.topology(), window=self.incident.window,
-                                  symptom=self.incident.symptom, edge_share=self.edge_share)  # fmt: skip
+        ranked = score_hypotheses(
+            evidence, graph=await self.topology(), window=self.incident.window,
+            symptom=self.incident.symptom, modalities=self.modalities(), edge_share=self.edge_share,
+        )  # fmt: skip
         leads = tuple(h.service for h in ranked[:top])
         return ToolResult("scan", modality, query, (), "ok" if leads else "no_data", leads)
 

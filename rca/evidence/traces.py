@@ -89,7 +89,8 @@ def shift(subject: str, normal: Sequence[Timing], now: Sequence[Timing]) -> Late
     mad = 1.4826 * float(np.median(np.abs(ref - n50)))
     scale = max(mad, 0.1 * n50, 1e-3)  # below a millisecond is noise
     tail_scale = max(scale, 0.1 * n90)
-    score = max((c50 - n50) / scale, 0.5 * (c90 - n90) / tail_scale)
+    # The median moves when every call is slowed; a tail alone moves with a few stragglers.
+    score = min((c50 - n50) / scale, (c90 - n90) / tail_scale) if c90 > n90 else (c50 - n50) / scale
     slow = sorted(t.start for t in now if t.seconds > n90 + 3 * scale)
     onset = slow[0] if slow else None
     return LatencyShift(subject, float(n50), float(c50), float(n90), float(c90), len(now), float(score), onset)

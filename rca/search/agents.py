@@ -48,7 +48,8 @@ class Shared:
             evidence = [self.registry[i] for i in sorted(ids, key=_id_order)]
             cached = tuple(score_hypotheses(
                 evidence, graph=self.graph, window=self.window, symptom=self.symptom,
-                edge_share=self.toolbox.edge_share, config=self.config.scoring,
+                modalities=self.toolbox.modalities(), edge_share=self.toolbox.edge_share,
+                config=self.config.scoring,
             ))  # fmt: skip
             self.hypotheses_cache[ids] = cached
             self.seen_hypotheses.update((h.service, h.fault_type.value) for h in cached[:5])
