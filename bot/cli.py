@@ -10,13 +10,15 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from bot.terminal import ProgressBar, render_diagnosis
-from rca.engines import build_engine, engine_names
+from bot.terminal import ProgressBar, render_diagnosis, render_event
+from rca.engines import Engine, build_engine, engine_names
+from rca.engines.lats import SearchEngine, diagnosis_of
 from rca.errors import RcaError
 from rca.evaluation.harness import evaluate
-from rca.evaluation.report import render_table, summaries, to_json
+from rca.evaluation.report import render_costs, render_table, summaries, to_json
 from rca.model import Diagnosis, Incident
 from rca.replay import replay_incident
+from rca.search.events import Finished
 from rca.sources.datasets import find_cases
 from rca.timestamps import parse_timestamp
 from rca.windows import parse_window
@@ -38,12 +40,14 @@ def _parser() -> argparse.ArgumentParser:
     inv.add_argument("window", help="30m, 1h30m, 90s, 14:05-14:35 or START/END")
     inv.add_argument("--data", type=Path, required=True, help="a recorded dataset to read")
     inv.add_argument("--at", help="'now' inside the recorded data (ISO time or epoch)")
-    inv.add_argument("--engine", default="baro", choices=engine_names())
-    inv.add_argument("--json", action="store_true", help="print the result as JSON")
+    inv.add_argument("--engine", default="lats", choices=engine_names())
+    inv.add_argument("--json", action="store_true", help="print the four-stage trace as JSON")
+    inv.add_argument("--quiet", action="store_true", help="no live progress, only the result")
 
     ev = sub.add_parser("eval", help="measure engines on every labelled case under a path")
     ev.add_argument("path", type=Path)
-    ev.add_argument("--engine", default="baro", help=f"comma-separated: {','.join(engine_names())}")
+    ev.add_argument("--engine", default="lats", help=f"comma-separated: {','.join(engine_names())}")
+    ev.add_argument("--ablate", default="", help="comma-separated lats ablations: batching,backprop,reflection")
     ev.add_argument("--json", type=Path, dest="json_out", help="write per-case results here")
     ev.add_argument("--match", default="", help="only cases whose id contains this text")
 
@@ -99,31 +103,38 @@ async def _investigate(args: argparse.Namespace) -> int:
         print("note: --at not given, replaying at the end of the recorded data", file=sys.stderr)
     window = parse_window(args.window, now=now)
     incident = await replay_incident(cases, symptom=args.service, window=window)
-    diagnosis = await build_engine(args.engine).investigate(incident)
-    _print_result(incident, diagnosis, as_json=args.json)
+    diagnosis = await run_live(build_engine(args.engine), incident, live=not (args.json or args.quiet))
+    if args.json:
+        print(json.dumps(diagnosis.trace or _ranking_json(incident, diagnosis), indent=2))
+    else:
+        print(render_diagnosis(incident, diagnosis))
     return 0
 
 
-def _print_result(incident: Incident, diagnosis: Diagnosis, *, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(_diagnosis_json(incident, diagnosis), indent=2))
-    else:
-        print(render_diagnosis(incident, diagnosis))
+async def run_live(engine: Engine, incident: Incident, *, live: bool) -> Diagnosis:
+    """Run an engine, printing its progress stream to stderr when it has one."""
+    if not (live and isinstance(engine, SearchEngine)):
+        return await engine.investigate(incident)
+    trace: dict | None = None
+    async for event in engine.stream(incident):
+        line = render_event(event)
+        if line:
+            print(line, file=sys.stderr, flush=True)
+        if isinstance(event, Finished):
+            trace = event.trace
+    assert trace is not None
+    return diagnosis_of(incident, engine.name, trace)
 
 
-def _diagnosis_json(incident: Incident, diagnosis: Diagnosis) -> dict:
+def _ranking_json(incident: Incident, diagnosis: Diagnosis) -> dict:
+    """For an engine without a trace (BARO): its ranking."""
     return {
         "incident": incident.id,
         "symptom": incident.symptom,
         "window": incident.window.to_iso(),
         "engine": diagnosis.engine,
         "ranking": [
-            {
-                "service": c.service,
-                "score": c.score,
-                "fault_type": c.fault_type.value,
-                "evidence": list(c.evidence),
-            }
+            {"service": c.service, "score": c.score, "fault_type": c.fault_type.value, "evidence": list(c.evidence)}
             for c in diagnosis.ranking
         ],
         "missing": list(diagnosis.missing),
@@ -133,9 +144,12 @@ def _diagnosis_json(incident: Incident, diagnosis: Diagnosis) -> dict:
 
 async def _eval(args: argparse.Namespace) -> int:
     engines = [build_engine(n) for n in args.engine.split(",") if n.strip()]
+    engines += [build_engine("lats", ablation=a.strip()) for a in args.ablate.split(",") if a.strip()]
     cases = [c for c in find_cases(args.path) if args.match in c.id]
     results = await evaluate(engines, cases, progress=ProgressBar())
     print(render_table(summaries(results)))
+    print()
+    print(render_costs(results))
     if args.json_out:
         args.json_out.write_text(json.dumps(to_json(results), indent=1))
         print(f"wrote {len(results)} result(s) to {args.json_out}")
@@ -152,7 +166,7 @@ async def _demo() -> int:
     case = cases[0]
     print(f"Investigating the embedded incident {case.id} (TrainTicket, Nezha's data, MIT licence)")
     incident = case.incident
-    diagnosis = await build_engine("baro").investigate(incident)
+    diagnosis = await run_live(build_engine("lats"), incident, live=True)
     print(render_diagnosis(incident, diagnosis))
     print(f"\nInjected fault (kept from the engine): {case.label.service}, {case.label.fault_type}")
     return 0

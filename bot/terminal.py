@@ -6,15 +6,45 @@ import sys
 from typing import TextIO
 
 from rca.model import Diagnosis, Incident, to_iso
+from rca.search.events import (
+    ActionTaken,
+    Event,
+    EvidenceFound,
+    Finished,
+    Handoff,
+    HypothesesRanked,
+    IterationStarted,
+)
+
+
+def render_event(event: Event) -> str | None:
+    """One line of the live view for a progress event (None for events not shown)."""
+    if isinstance(event, IterationStarted):
+        return f"[{event.agent}] iteration {event.iteration}: node {event.node} (depth {event.depth})"
+    if isinstance(event, ActionTaken):
+        return f"[{event.agent}]   -> {event.action} ({event.status}, sc {event.sc:.1f})"
+    if isinstance(event, EvidenceFound):
+        return f"[{event.agent}]      {event.evidence_id} {event.entity}: {event.detail[:110]}"
+    if isinstance(event, HypothesesRanked):
+        tops = ", ".join(f"{s} {f} {v:.2f}" for s, f, v in event.top[:3]) or "none yet"
+        return f"[{event.agent}]   hypotheses: {tops}  (R {event.reward:.2f}, r {event.r:.2f}, c_comp {event.c_comp:.2f})"
+    if isinstance(event, Handoff):
+        return f"[supervisor] handoff {event.source} -> {event.target}: {event.reason}; summary: {event.summary}"
+    if isinstance(event, Finished):
+        return f"[supervisor] decision: {event.summary}"
+    return None
 
 
 def render_diagnosis(incident: Incident, diagnosis: Diagnosis, *, top: int = 5) -> str:
     """A ranked list of root-cause candidates with their evidence."""
+    cost = diagnosis.cost
     lines = [
         f"Incident {incident.id}",
         f"  symptom at {incident.symptom or '(unknown)'}, window {to_iso(incident.window.start)}"
         f" .. {to_iso(incident.window.end)} ({incident.window.seconds / 60:.0f} min)",
-        f"  engine {diagnosis.engine}, {diagnosis.cost.seconds:.2f} s",
+        f"  engine {diagnosis.engine}, {cost.seconds:.2f} s, {cost.iterations} iterations, "
+        f"{cost.evidence_items} evidence items, {cost.hypotheses} hypotheses explored, "
+        f"{cost.llm_calls} model calls ({cost.llm_tokens} tokens)",
     ]
     for note in diagnosis.missing:
         lines.append(f"  note: {note}")

@@ -38,6 +38,26 @@ def render_table(rows: Sequence[Summary]) -> str:
     return "\n".join(lines)
 
 
+def render_costs(results: Sequence[CaseResult]) -> str:
+    """Per engine, what one investigation costs on average (the paper's Table 1 columns)."""
+    by_engine: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        by_engine[r.diagnosis.engine].append(r)
+    head = f"{'engine':<22} {'AC@1':>6} {'calls':>6} {'tokens':>8} {'hyps':>6} {'evidence':>9} {'iters':>6} {'med s':>7}"
+    lines = [head, "-" * len(head)]
+    for engine, rs in by_engine.items():
+        n = len(rs)
+        costs = [r.diagnosis.cost for r in rs]
+        s = summarise("all", engine, [r.outcome for r in rs])
+        lines.append(
+            f"{engine:<22} {s.ac1:>6.3f} {sum(c.llm_calls for c in costs) / n:>6.1f} "
+            f"{sum(c.llm_tokens for c in costs) / n:>8.0f} {sum(c.hypotheses for c in costs) / n:>6.1f} "
+            f"{sum(c.evidence_items for c in costs) / n:>9.1f} {sum(c.iterations for c in costs) / n:>6.1f} "
+            f"{s.median_seconds:>7.2f}"
+        )
+    return "\n".join(lines)
+
+
 def to_json(results: Sequence[CaseResult]) -> dict:
     """The stable evaluation format other tools read."""
     cases = []

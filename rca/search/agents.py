@@ -74,6 +74,7 @@ class AgentSearch:
         self.confirmed = False
         self.handoff_summary = ""
         self.last: Reflection | None = None
+        self.scanned: tuple[str, ...] = ()
 
     def receive(self, evidence: frozenset[EvidenceId], scope: frozenset[str], leads: tuple[str, ...], summary: str) -> None:
         """Summary augmentation: q = q_original ⊕ s, on the root and so on every state."""
@@ -86,7 +87,8 @@ class AgentSearch:
         path = node.path()
         evidence_ids = frozenset().union(*(n.evidence for n in path))
         scope = frozenset().union(*(n.scope for n in path))
-        leads = tuple(dict.fromkeys(lead for n in path for lead in n.leads))
+        # what a scan ranked is context for every branch, not only the one that scanned
+        leads = tuple(dict.fromkeys(self.scanned + tuple(lead for n in path for lead in n.leads)))
         return DiagnosticState(
             agent=self.kind, symptom=self.shared.symptom, window=self.shared.window,
             graph=self.shared.graph, scope=scope,
@@ -159,6 +161,7 @@ class AgentSearch:
             result: ToolResult = await calls[action.tool](action.target)
         elif action.tool is Tool.SCAN:
             result = await box.scan(action.target)
+            self.scanned = tuple(dict.fromkeys(self.scanned + result.leads))
         elif action.tool is Tool.NEIGHBOURS:
             hood = _hood(self.shared.graph, action.target)
             result = ToolResult("neighbours", action.target, f"graph neighbours of {action.target}", (), "ok", tuple(sorted(hood)))

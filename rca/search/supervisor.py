@@ -83,12 +83,12 @@ async def run_search(
 
 
 def _merge(agents: list[AgentSearch], shared: Shared, incident: Incident) -> DiagnosticState:
-    ids: frozenset[EvidenceId] = frozenset()
+    """Correlate the agents: every piece of evidence any of them observed, and their scopes
+    along their best paths."""
+    ids: frozenset[EvidenceId] = frozenset(shared.registry)
     scope: frozenset[str] = frozenset()
     for a in agents:
-        s = a.best_state()
-        ids |= frozenset(ev.id for ev in s.evidence)
-        scope |= s.scope
+        scope |= a.best_state().scope
     kind = agents[0].kind if agents else AgentKind.METRIC
     return DiagnosticState(
         agent=kind, symptom=incident.symptom, window=incident.window, graph=shared.graph,
