@@ -41,7 +41,7 @@ class Hypothesis:
     def to_json(self) -> dict[str, object]:
         return {
             "id": self.id, "service": self.service, "fault_type": self.fault_type.value,
-            "value": round(self.value, 4), "evidence": list(self.evidence), "rationale": self.rationale,
+            "value": self.value, "evidence": list(self.evidence), "rationale": self.rationale,
         }  # fmt: skip
 
 
@@ -154,7 +154,7 @@ def _keep_what_stands_out(comps: dict[str, _Signals], quantile: float, populatio
     for part in parts:
         observed = [sig.get(part) for sig in comps.values()]
         values = sorted([0.0] * max(0, population - len(observed)) + observed)
-        background = values[min(len(values) - 1, int(quantile * len(values)))] if values else 0.0
+        background = values[int(quantile * (len(values) - 1))] if values else 0.0
         for sig in comps.values():
             v = sig.get(part)
             sig.parts[part] = max(0.0, v - background) / max(1e-9, 1.0 - background) if v else 0.0
@@ -228,7 +228,7 @@ def score_hypotheses(
     out = []
     for i, (entity, (value, why)) in enumerate(ranked, start=1):
         _, fault, cites = best[entity]
-        out.append(Hypothesis(HypothesisId(f"h-{i}"), entity, fault, round(value, 6),
+        out.append(Hypothesis(HypothesisId(f"h-{i}"), entity, fault, round(value, 4),
                               tuple(dict.fromkeys(cites)), why))  # fmt: skip
     return out
 

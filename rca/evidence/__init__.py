@@ -42,10 +42,14 @@ class Evidence:
     onset: float | None = None
     direction: int = 1  # +1 the value rose, -1 it fell
 
+    def __post_init__(self) -> None:
+        # stored at the precision the trace keeps, so a replay from JSON sees the same numbers
+        object.__setattr__(self, "score", round(float(self.score), 4))
+
     def to_json(self) -> dict[str, object]:
         return {
             "id": self.id, "modality": self.modality.value, "kind": self.kind.value,
-            "entity": self.entity, "subject": self.subject, "score": round(self.score, 4),
+            "entity": self.entity, "subject": self.subject, "score": self.score,
             "signal": self.signal.value, "query": self.query, "detail": self.detail,
             "onset": self.onset, "direction": self.direction,
         }  # fmt: skip

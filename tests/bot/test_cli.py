@@ -22,9 +22,18 @@ def test_investigate_json(nezha_slice: Path, capsys: pytest.CaptureFixture[str])
     code = main(["investigate", "Frontend", "10m", "--data", str(nezha_slice),
                  "--at", "2023-01-29T13:36:00Z", "--json"])  # fmt: skip
     assert code == 0
-    result = json.loads(capsys.readouterr().out)
-    assert result["symptom"] == "Frontend" and len(result["ranking"]) > 10
-    assert result["window"] == "2023-01-29T13:26:00Z/2023-01-29T13:36:00Z"
+    trace = json.loads(capsys.readouterr().out)
+    assert trace["incident"]["symptom"] == "Frontend" and trace["version"] == "1"
+    assert trace["evidence_package"]["window"] == {"start": "2023-01-29T13:26:00Z", "end": "2023-01-29T13:36:00Z"}
+    assert trace["decision_report"]["ranking"]
+
+
+def test_investigate_streams_progress_live(nezha_slice: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["investigate", "Frontend", "10m", "--data", str(nezha_slice), "--at", "2023-01-29T13:36:00Z"])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "iteration 1" in captured.err and "[supervisor] decision" in captured.err
+    assert "   1  " in captured.out and "evidence items" in captured.out
 
 
 def test_investigate_unknown_service_suggests(

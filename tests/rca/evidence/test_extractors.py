@@ -1,0 +1,120 @@
+import asyncio
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.evidence.logs import mine, new_miner, template_shifts
+from rca.evidence.metrics import robust_z, shift_of
+from rca.evidence.toolbox import Toolbox
+from rca.evidence.traces import timings
+from rca.hypotheses import score_hypotheses
+from rca.model import LogRecord, Modality, Series, Severity, Span, Window
+from rca.signals import Signal
+from rca.sources.datasets import find_cases
+from rca.timestamps import parse_timestamp
+
+INJECT = parse_timestamp("2023-01-29T13:31:54Z")
+
+
+@pytest.fixture(scope="module")
+def toolbox() -> Toolbox:
+    from tests.conftest import NEZHA_SLICE
+
+    (case,) = find_cases(NEZHA_SLICE)
+    return Toolbox(case.incident)
+
+
+def test_metric_evidence_finds_the_cpu_jump_and_its_onset(toolbox: Toolbox) -> None:
+    result = asyncio.run(toolbox.metrics("ts-contacts-service"))
+    cpu = [e for e in result.evidence if e.signal is Signal.CPU and "[host]" not in e.detail]
+    assert cpu and cpu[0].score > 10 and cpu[0].direction == 1
+    assert cpu[0].onset is not None and INJECT - 60 <= cpu[0].onset <= INJECT + 180
+    assert cpu[0].query.startswith("metrics{entity=ts-contacts-service")
+
+
+def test_log_evidence_mines_templates_with_drain3(toolbox: Toolbox) -> None:
+    results = [asyncio.run(toolbox.logs(e)) for e in ("ts-order-service", "ts-contacts-service")]
+    items = [e for r in results for e in r.evidence]
+    assert items and all(e.modality is Modality.LOGS and e.subject.startswith("T") for e in items)
+    assert any("<" in e.detail for e in items)  # masked parameters in the template
+    assert asyncio.run(toolbox.logs("no-such-service")).status == "no_data"
+
+
+def test_trace_evidence_reports_own_time_and_gaps(toolbox: Toolbox) -> None:
+    found = [asyncio.run(toolbox.spans(e)) for e in ("ts-contacts-service", "ts-basic-service", "ts-order-service")]
+    kinds = {e.kind for r in found for e in r.evidence}
+    assert kinds <= {EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_EDGE_LATENCY}
+    assert all(r.status in ("ok", "no_data") for r in found)
+
+
+def test_robust_z_floors_a_flat_baseline() -> None:
+    z = robust_z(np.full(50, 100.0), np.array([100.0, 95.0]))
+    assert z[0] == 0 and z[1] == pytest.approx(-50.0)  # 0.1 % of the median
+
+
+def test_shift_ignores_a_level_already_reached_before_the_window_s_recent_past() -> None:
+    t = np.arange(10, dtype=float) * 60
+    normal = Series("a", "cpu", t - 3600, np.full(10, 10.0) + np.tile([0.0, 1.0], 5))
+    drifted = Series("a", "cpu", t, np.full(10, 30.0))
+    assert shift_of(normal, drifted).score > 10  # type: ignore[union-attr]
+    assert shift_of(normal, drifted, local_end=150.0).score == 0  # type: ignore[union-attr]
+
+
+def test_own_time_and_network_gap_arithmetic() -> None:
+    spans = [
+        Span("t", "a1", "", "a", "GET /", 0.0, 1.0),
+        Span("t", "a2", "a1", "a", "HTTP GET", 0.1, 0.9),  # a's client span: 0.8 s
+        Span("t", "b1", "a2", "b", "/b", 0.2, 0.7),  # b's server span: 0.5 s inside it
+        Span("t", "b2", "b1", "b", "db", 0.3, 0.4),
+    ]
+    own, gaps = timings(spans)
+    by = {(x.subject, round(x.seconds, 3)) for x in own}
+    assert ("a", 0.2) in by  # root: 1.0 less its child 0.8
+    assert ("b", 0.4) in by and ("b", 0.1) in by
+    assert [(g.subject, round(g.seconds, 3)) for g in gaps] == [("a->b", 0.3)]
+
+
+def test_template_shift_is_scaled_by_volume() -> None:
+    def recs(n: int, text: str, t0: float) -> list[LogRecord]:
+        return [LogRecord(t0 + i, "svc", Severity.INFO, text) for i in range(n)]
+
+    miner = new_miner()
+    normal = mine(miner, recs(30, "served request 1", 0) + recs(30, "cache hit 2", 0))
+    now = mine(miner, recs(60, "served request 7", 60) + recs(60, "cache hit 9", 60) + recs(20, "timeout calling db 3", 60))
+    shifts = {s.template: s for s in template_shifts(normal, now)}
+    new = next(s for t, s in shifts.items() if "timeout" in t)
+    assert new.is_new and new.score > 3
+    assert all(abs(s.score) < 3 for t, s in shifts.items() if "timeout" not in t)  # doubled volume alone
+
+
+def _ev(i: int, entity: str, kind: EvidenceKind, signal: Signal, score: float, onset: float | None = 500.0) -> Evidence:
+    return Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS if kind is EvidenceKind.METRIC_SHIFT else Modality.TRACES,
+                    kind, entity, "m", score, signal, "q", "d", onset)  # fmt: skip
+
+
+def test_a_caller_explained_by_its_callee_is_a_victim() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("front", "c")])
+    window = Window(0.0, 1000.0)
+    evidence = [
+        _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 60.0),
+        _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 50.0),
+        _ev(3, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 80.0),
+    ]
+    hyps = score_hypotheses(evidence, graph=graph, window=window, symptom="front")
+    assert [h.service for h in hyps][:2] == ["b", "a"]
+    assert "callee b" in hyps[1].rationale
+    assert all(set(h.evidence) <= {"ev-1", "ev-2", "ev-3"} for h in hyps)
+
+
+def test_an_anomaly_already_under_way_weighs_less() -> None:
+    graph = nx.DiGraph([("front", "a"), ("front", "b")])
+    window = Window(0.0, 1000.0)
+    evidence = [
+        _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=10.0),
+        _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=600.0),
+    ]
+    hyps = score_hypotheses(evidence, graph=graph, window=window, symptom="front")
+    assert hyps[0].service == "b"
+    assert all(h.value < hyps[0].value for h in hyps[1:])

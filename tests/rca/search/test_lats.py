@@ -1,0 +1,134 @@
+import asyncio
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from rca.engines import build_engine
+from rca.engines.lats import VARIANTS, SearchEngine, Variant
+from rca.model import Incident, IncidentCase, Modality
+from rca.search.actions import AgentKind
+from rca.search.config import SearchConfig
+from rca.search.events import Finished, Handoff, HypothesesRanked
+from rca.sources.datasets import find_cases
+from rca.trace import STAGES, from_json, replay, to_json
+
+
+@pytest.fixture(scope="module")
+def case() -> IncidentCase:
+    from tests.conftest import NEZHA_SLICE
+
+    (only,) = find_cases(NEZHA_SLICE)
+    return only
+
+
+async def _events(engine: SearchEngine, incident: Incident) -> list:
+    return [e async for e in engine.stream(incident)]
+
+
+def test_same_seed_same_trace(case: IncidentCase) -> None:
+    engine = build_engine("lats")
+    first = asyncio.run(engine.investigate(case.incident)).trace
+    second = asyncio.run(build_engine("lats").investigate(case.incident)).trace
+    assert first is not None and second is not None
+    for doc in (first, second):
+        doc["cost"]["seconds"] = 0
+    assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
+
+
+def test_another_seed_explores_differently(case: IncidentCase) -> None:
+    base = VARIANTS["lats"]
+    other = SearchEngine(Variant("lats", base.order, replace(base.config, seed=7)))
+    a = asyncio.run(_events(build_engine("lats"), case.incident))  # type: ignore[arg-type]
+    b = asyncio.run(_events(other, case.incident))
+    assert [repr(e) for e in a if not isinstance(e, Finished)] != [repr(e) for e in b if not isinstance(e, Finished)]
+
+
+def test_stream_ends_with_a_valid_trace_and_names_the_culprit(case: IncidentCase) -> None:
+    events = asyncio.run(_events(build_engine("lats"), case.incident))  # type: ignore[arg-type]
+    assert isinstance(events[-1], Finished)
+    assert any(isinstance(e, HypothesesRanked) for e in events)
+    trace = events[-1].trace
+    assert set(STAGES) <= set(trace)
+    ranked = [r["service"] for r in trace["decision_report"]["ranking"]]
+    assert "ts-contacts-service" in ranked[:3]
+    ids = {ev["id"] for ev in trace["evidence_package"]["evidence"]}
+    for h in trace["hypothesis_set"]["hypotheses"]:  # every hypothesis cites package evidence
+        assert h["evidence"] and set(h["evidence"]) <= ids
+    for chain in trace["analysis_structure"]["chains"]:
+        for link in chain["links"]:
+            assert set(link["evidence"]) <= ids
+
+
+def test_trace_json_round_trip(case: IncidentCase) -> None:
+    doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
+    assert doc is not None
+    again = to_json(from_json(json.loads(json.dumps(doc))))
+    assert again == doc
+
+
+def test_stage_replay_reproduces_the_downstream_stages(case: IncidentCase) -> None:
+    doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
+    trace = from_json(doc)  # type: ignore[arg-type]
+    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
+    for start in STAGES[1:]:
+        assert to_json(replay(trace, graph=graph, start=start)) == doc
+    # replaying on a changed evidence package changes what follows
+    ep = trace.evidence_package
+    lead = trace.hypotheses[0].service
+    pruned = replace(trace, evidence_package=replace(ep, evidence=tuple(e for e in ep.evidence if e.entity != lead)))
+    again = replay(pruned, graph=graph)
+    assert again.hypotheses[0].service != lead
+    with pytest.raises(ValueError):
+        replay(trace, graph=graph, start="evidence_package")
+
+
+def test_handoff_when_reflection_falls_below_thresholds(case: IncidentCase) -> None:
+    cfg = SearchConfig(iterations_per_agent=4, rounds=1, handoff_r=1.01, min_iterations_before_handoff=2)
+    eager = SearchEngine(Variant("lats", (AgentKind.METRIC, AgentKind.LOG), cfg))
+    events = asyncio.run(_events(eager, case.incident))
+    handoffs = [e for e in events if isinstance(e, Handoff)]
+    assert handoffs and "insufficient progress" in handoffs[0].reason
+    ranked = [e for e in events if isinstance(e, HypothesesRanked) and e.agent is AgentKind.METRIC]
+    assert len(ranked) == 2  # handed off after the minimum number of iterations
+
+    patient = SearchEngine(Variant("lats", (AgentKind.METRIC, AgentKind.LOG),
+                                   replace(cfg, handoff_r=0.0, handoff_c_comp=0.0, confirm_value=2.0)))  # fmt: skip
+    events = asyncio.run(_events(patient, case.incident))
+    assert [e.reason for e in events if isinstance(e, Handoff)][0] == "turn budget spent"
+
+
+@pytest.mark.parametrize("hidden", [(Modality.LOGS,), (Modality.TRACES,), (Modality.LOGS, Modality.TRACES)])
+def test_missing_modalities_still_rank_and_are_reported(case: IncidentCase, hidden: tuple[Modality, ...]) -> None:
+    incident = replace(case.incident, sources=case.incident.sources.without(*hidden))
+    diagnosis = asyncio.run(build_engine("lats").investigate(incident))
+    assert diagnosis.ranking
+    for m in hidden:
+        assert f"{m}: absent" in diagnosis.missing
+    assert diagnosis.trace is not None and all(not diagnosis.trace["evidence_package"]["modalities"][m] for m in hidden)
+
+
+@pytest.mark.parametrize("name", ["linear", "linear-multi"])
+def test_linear_engines_follow_one_trajectory(case: IncidentCase, name: str) -> None:
+    diagnosis = asyncio.run(build_engine(name).investigate(case.incident))
+    assert diagnosis.ranking and diagnosis.cost.iterations <= 12
+
+
+@pytest.mark.parametrize("ablation", ["batching", "backprop", "reflection"])
+def test_ablations_run(case: IncidentCase, ablation: str) -> None:
+    engine = build_engine("lats", ablation=ablation)
+    assert engine.name == f"lats-no-{ablation}"
+    assert asyncio.run(engine.investigate(case.incident)).ranking
+
+
+def test_trace_file_on_disk_validates(case: IncidentCase, tmp_path: Path) -> None:
+    doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    broken = json.loads(path.read_text())
+    broken["hypothesis_set"]["hypotheses"][0]["evidence"] = ["not-an-id"]
+    import jsonschema
+
+    with pytest.raises(jsonschema.ValidationError):
+        from_json(broken)
