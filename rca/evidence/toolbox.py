@@ -223,16 +223,30 @@ class Toolbox:
         found = mine_ is not None or any(entity in s.split("->") for s in gaps)
         return ToolResult("spans", entity, query, tuple(items), "ok" if found else "no_data")
 
-    def edge_stats(self, entity: str) -> tuple[int, int]:
-        """(calls into or out of the entity with a gap measured, of which shifted)."""
-        gaps = self._gaps or {}
-        touching = [g for s, g in gaps.items() if entity in s.split("->")]
-        return len(touching), sum(1 for g in touching if g.score >= TRACE_MIN_Z)
-
     def edge_share(self, entity: str) -> float:
-        """Share of an entity's measured calls whose network gap shifted; 1 without traces."""
-        total, shifted = self.edge_stats(entity)
-        return shifted / total if total else 1.0
+        """How much of the network-gap shift around an entity is its own, in [0, 1].
+
+        A delay on a service's network slows every call into it, while the calls of its
+        callers to other services stay as they were: the share of its incoming calls whose
+        gap shifted. A caller whose own side is slow (a starved CPU) instead slows most of
+        its outgoing calls: those are blamed on it, not on each callee. 1 without traces.
+        """
+        gaps = self._gaps
+        if not gaps:
+            return 1.0
+        edges = [(s.split("->", 1), g.score >= TRACE_MIN_Z) for s, g in gaps.items()]
+        out_total: dict[str, int] = defaultdict(int)
+        out_shift: dict[str, int] = defaultdict(int)
+        for (caller, _), shifted in edges:
+            out_total[caller] += 1
+            out_shift[caller] += shifted
+        def caller_side(a: str) -> bool:
+            return out_shift[a] >= 2 and out_shift[a] >= 0.5 * out_total[a]
+        incoming = [(caller, shifted) for (caller, callee), shifted in edges if callee == entity]
+        own_in = sum(1 for caller, shifted in incoming if shifted and not caller_side(caller))
+        share_in = own_in / len(incoming) if incoming else 0.0
+        share_out = out_shift[entity] / out_total[entity] if caller_side(entity) else 0.0
+        return max(share_in, share_out)
 
     def _span_evidence(self, entity: str, s: LatencyShift, kind: EvidenceKind, query: str) -> Evidence:
         what = "own time" if kind is EvidenceKind.TRACE_SELF_TIME else f"network gap {s.subject}"
