@@ -23,7 +23,7 @@ import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.model import FaultType, Modality, Window
-from rca.signals import Signal, is_host_metric
+from rca.signals import Signal, bad_direction, is_host_metric
 
 HypothesisId = NewType("HypothesisId", str)
 _EXCEPTION_WORDS = ("exception", "threw", "throwable", "stacktrace", "caused by")
@@ -105,8 +105,8 @@ def _components(
                     Signal.ERRORS: "err", Signal.TRAFFIC: "traffic", Signal.NETWORK: "net"}.get(ev.signal)  # fmt: skip
             if part is None:
                 continue
-            rising = ev.direction > 0 or ev.signal is Signal.ERRORS
-            if part in ("cpu", "mem", "disk", "lat", "traffic") and not rising:
+            worse = ev.direction == bad_direction(ev.subject)
+            if part in ("cpu", "mem", "disk", "lat", "traffic", "err") and not worse:
                 continue
             sig.add(part + ("_host" if host else ""), w * saturate(ev.score, 20.0), ev)
         elif ev.kind is EvidenceKind.TRACE_SELF_TIME:

@@ -40,6 +40,16 @@ def signal_of(metric: str) -> Signal:
     return Signal.OTHER
 
 
+_GOOD_WHEN_HIGH = ("success", "availability", "available", "uptime", "ok_", "apdex", "hit")
+
+
+def bad_direction(metric: str) -> int:
+    """+1 when a rise of this metric is the bad way (errors, latency), -1 when a fall is
+    (availability, success rate)."""
+    low = metric.lower()
+    return -1 if any(w in low for w in _GOOD_WHEN_HIGH) else 1
+
+
 def is_host_metric(metric: str) -> bool:
     return metric.lower().startswith(("node", "host", "machine"))
 

@@ -14,6 +14,7 @@ from rca.signals import Signal, signal_of
 _REL_FLOOR = 0.001
 _MIN_NORMAL = 3
 ONSET_Z = 3.0
+MAX_Z = 1e4  # beyond this a deviation from a flat baseline says nothing more
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +37,7 @@ def robust_z(normal: np.ndarray, values: np.ndarray) -> np.ndarray:
     med = float(np.median(normal))
     mad = 1.4826 * float(np.median(np.abs(normal - med)))
     scale = max(mad, 0.5 * float(np.std(normal)), _REL_FLOOR * abs(med), 1e-9)
-    return (values - med) / scale
+    return np.clip((values - med) / scale, -MAX_Z, MAX_Z)
 
 
 def shift_of(normal: Series | None, now: Series, *, local_end: float | None = None) -> MetricShift | None:
