@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import random
 import statistics
 import time
@@ -67,22 +68,20 @@ def build(n: int, seed: int) -> tuple[Incident, str]:
 
 def _spans(graph: nx.DiGraph, root: str, culprit: str, inject: float, rng: random.Random) -> list[Span]:
     spans: list[Span] = []
+    counter = itertools.count(1)
+
+    def visit(node: str, parent: str, begin: float, depth: int, trace: str) -> float:
+        sid = f"{trace}-{next(counter)}"
+        own = 0.002 * (1 + rng.random()) * (6 if node == culprit and begin >= inject else 1)
+        end = begin + own
+        kids = list(graph.successors(node))
+        for child in rng.sample(kids, min(len(kids), 2)) if depth < 6 else []:
+            end = visit(child, sid, end, depth + 1, trace) + 0.0005
+        spans.append(Span(trace, sid, parent, node, f"op-{node}", begin, end))
+        return end
+
     for t in range(400):
-        start = T0 + (t / 400) * 116 * STEP
-        counter = [0]
-
-        def visit(node: str, parent: str, begin: float, depth: int, trace: str = f"tr{t}") -> float:
-            counter[0] += 1
-            sid = f"{trace}-{counter[0]}"
-            own = 0.002 * (1 + rng.random()) * (6 if node == culprit and begin >= inject else 1)
-            end = begin + own
-            kids = list(graph.successors(node))
-            for child in rng.sample(kids, min(len(kids), 2)) if depth < 6 else []:
-                end = visit(child, sid, end, depth + 1) + 0.0005
-            spans.append(Span(trace, sid, parent, node, f"op-{node}", begin, end))
-            return end
-
-        visit(root, "", start, 0)
+        visit(root, "", T0 + (t / 400) * 116 * STEP, 0, f"tr{t}")
     return spans
 
 

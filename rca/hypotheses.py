@@ -22,10 +22,12 @@ from typing import NewType
 import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.evidence.traces import GapShare
 from rca.model import FaultType, Modality, Window
 from rca.signals import Signal, bad_direction, is_host_metric
 
 HypothesisId = NewType("HypothesisId", str)
+NO_GAPS = GapShare(1.0, 0.0)
 _EXCEPTION_WORDS = ("exception", "threw", "throwable", "stacktrace", "caused by")
 
 
@@ -91,7 +93,7 @@ def _components(
     evidence: Sequence[Evidence],
     window: Window,
     cfg: ScoringConfig,
-    edge_share: Callable[[str], float],
+    edge_share: Callable[[str], GapShare],
     population: int = 0,
 ) -> dict[str, _Signals]:
     out: dict[str, _Signals] = defaultdict(_Signals)
@@ -112,7 +114,12 @@ def _components(
         elif ev.kind is EvidenceKind.TRACE_SELF_TIME:
             sig.add("own", w * saturate(ev.score, 8.0), ev)
         elif ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
-            sig.add("gap", w * saturate(ev.score, 8.0) * edge_share(ev.entity), ev)
+            share = edge_share(ev.entity)
+            strength = w * saturate(ev.score, 8.0)
+            if share.incoming >= share.outgoing:  # delayed on its way in: its network
+                sig.add("gap", strength * share.incoming, ev)
+            else:  # slow on its own side before the call left: its own resources
+                sig.add("gap_out", strength * share.outgoing, ev)
         elif ev.kind is EvidenceKind.LOG_ERROR_SHIFT:
             exc = any(word in ev.detail.lower() for word in _EXCEPTION_WORDS)
             key = "exc" if exc else "logerr"
@@ -138,7 +145,7 @@ def _components(
 # load or at a neighbour: exceptions thrown and delays on every call of a service are its
 # own; latency, traffic, I/O counters and error logs also move in its callers.
 SPECIFICITY: dict[str, float] = {
-    "exc": 1.0, "gap": 1.0, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logdrop": 0.8, "logerr": 0.7, "err": 0.6,
+    "exc": 1.0, "gap": 1.0, "gap_out": 0.9, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logdrop": 0.8, "logerr": 0.7, "err": 0.6,
     "lat": 0.5, "traffic": 0.2, "disk": 0.4, "net": 0.4, "lognew": 0.4,
 }  # fmt: skip
 
@@ -162,7 +169,7 @@ def _keep_what_stands_out(comps: dict[str, _Signals], quantile: float, populatio
 
 # fault type -> (component, weight) pairs; the weights of a type add up to 1
 _RECIPES: dict[FaultType, tuple[tuple[str, float], ...]] = {
-    FaultType.CPU: (("cpu", 0.6), ("own", 0.25), ("lat", 0.15)),
+    FaultType.CPU: (("cpu", 0.5), ("gap", 0.3), ("own", 0.1), ("gap_out", 0.1)),
     FaultType.MEMORY: (("mem", 0.75), ("lat", 0.15), ("own", 0.1)),
     FaultType.DISK: (("disk", 0.75), ("own", 0.25)),
     FaultType.NETWORK_DELAY: (("gap", 0.6), ("lat", 0.25), ("net", 0.15)),
@@ -187,7 +194,7 @@ _GATES: dict[FaultType, tuple[str, ...]] = {
 
 _MODALITY_OF_PART: dict[str, Modality] = {
     "exc": Modality.LOGS, "logerr": Modality.LOGS, "logdrop": Modality.LOGS, "lognew": Modality.LOGS,
-    "gap": Modality.TRACES, "own": Modality.TRACES,
+    "gap": Modality.TRACES, "gap_out": Modality.TRACES, "own": Modality.TRACES,
 }  # fmt: skip
 
 
@@ -198,7 +205,7 @@ def score_hypotheses(
     window: Window,
     symptom: str = "",
     modalities: frozenset[Modality] = frozenset(Modality),
-    edge_share: Callable[[str], float] = lambda _: 1.0,
+    edge_share: Callable[[str], GapShare] = lambda _: NO_GAPS,
     config: ScoringConfig = ScoringConfig(),
 ) -> list[Hypothesis]:
     """Every (service, fault type) hypothesis the evidence supports, best first."""

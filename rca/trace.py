@@ -22,7 +22,8 @@ import networkx as nx
 
 from rca.decision import decide
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.hypotheses import Hypothesis, HypothesisId, ScoringConfig, score_hypotheses
+from rca.evidence.traces import GapShare
+from rca.hypotheses import NO_GAPS, Hypothesis, HypothesisId, ScoringConfig, score_hypotheses
 from rca.model import Cost, FaultType, Modality, Window, to_iso
 from rca.signals import Signal
 from rca.timestamps import parse_timestamp
@@ -38,7 +39,7 @@ class EvidencePackage:
     scope: tuple[str, ...]
     evidence: tuple[Evidence, ...]
     missing: tuple[str, ...]
-    edge_shares: dict[str, float]
+    edge_shares: dict[str, GapShare]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,7 @@ def hypothesis_set(ep: EvidencePackage, *, graph: nx.DiGraph, symptom: str,
     return tuple(score_hypotheses(
         ep.evidence, graph=graph, window=ep.window, symptom=symptom,
         modalities=frozenset(Modality(m) for m, ok in ep.modalities.items() if ok),
-        edge_share=lambda e: ep.edge_shares.get(e, 1.0), config=config,
+        edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS), config=config,
     ))  # fmt: skip
 
 
@@ -181,7 +182,8 @@ def to_json(trace: Trace) -> dict[str, Any]:
             "window": {"start": to_iso(ep.window.start), "end": to_iso(ep.window.end)},
             "modalities": dict(ep.modalities), "entity_scope": list(ep.scope),
             "evidence": [ev.to_json() for ev in ep.evidence], "missing": list(ep.missing),
-            "edge_shares": {k: round(v, 4) for k, v in sorted(ep.edge_shares.items())},
+            "edge_shares": {k: {"in": round(v.incoming, 4), "out": round(v.outgoing, 4)}
+                            for k, v in sorted(ep.edge_shares.items())},
         },
         "hypothesis_set": {"hypotheses": [h.to_json() for h in trace.hypotheses]},
         "analysis_structure": {"chains": [
@@ -221,7 +223,7 @@ def from_json(doc: dict[str, Any]) -> Trace:
     package = EvidencePackage(
         Window(parse_timestamp(ep["window"]["start"]), parse_timestamp(ep["window"]["end"])),
         dict(ep["modalities"]), tuple(ep["entity_scope"]), evidence, tuple(ep["missing"]),
-        {k: float(v) for k, v in ep["edge_shares"].items()},
+        {k: GapShare(float(v["in"]), float(v["out"])) for k, v in ep["edge_shares"].items()},
     )
     hyps = tuple(
         Hypothesis(HypothesisId(h["id"]), h["service"], FaultType(h["fault_type"]), float(h["value"]),

@@ -19,7 +19,7 @@ import numpy as np
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.logs import TemplateShift, mine, new_miner, template_shifts
 from rca.evidence.metrics import MetricShift, metric_shifts
-from rca.evidence.traces import LatencyShift, latency_shifts, timings
+from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
 from rca.model import Incident, Modality, Severity, Window
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
@@ -223,7 +223,7 @@ class Toolbox:
         found = mine_ is not None or any(entity in s.split("->") for s in gaps)
         return ToolResult("spans", entity, query, tuple(items), "ok" if found else "no_data")
 
-    def edge_share(self, entity: str) -> float:
+    def edge_share(self, entity: str) -> GapShare:
         """How much of the network-gap shift around an entity is its own, in [0, 1].
 
         A delay on a service's network slows every call into it, while the calls of its
@@ -233,7 +233,7 @@ class Toolbox:
         """
         gaps = self._gaps
         if not gaps:
-            return 1.0
+            return GapShare(1.0, 0.0)
         edges = [(s.split("->", 1), g.score >= TRACE_MIN_Z) for s, g in gaps.items()]
         out_total: dict[str, int] = defaultdict(int)
         out_shift: dict[str, int] = defaultdict(int)
@@ -246,7 +246,7 @@ class Toolbox:
         own_in = sum(1 for caller, shifted in incoming if shifted and not caller_side(caller))
         share_in = own_in / len(incoming) if incoming else 0.0
         share_out = out_shift[entity] / out_total[entity] if caller_side(entity) else 0.0
-        return max(share_in, share_out)
+        return GapShare(share_in, share_out)
 
     def _span_evidence(self, entity: str, s: LatencyShift, kind: EvidenceKind, query: str) -> Evidence:
         what = "own time" if kind is EvidenceKind.TRACE_SELF_TIME else f"network gap {s.subject}"

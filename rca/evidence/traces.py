@@ -65,6 +65,15 @@ def _covered(parent: Span, kids: Sequence[Span]) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class GapShare:
+    """Shares of a service's calls whose network gap shifted and that are its own doing:
+    incoming calls slowed on their way to it, and outgoing calls slowed on its own side."""
+
+    incoming: float
+    outgoing: float
+
+
+@dataclass(frozen=True, slots=True)
 class LatencyShift:
     """A latency distribution now against normal."""
 
