@@ -163,6 +163,8 @@ class Toolbox:
         shifts = (await self._log_index()).get(entity, [])
         items = []
         for t in shifts:
+            if not t.template.strip():  # blank lines carry nothing to reason about
+                continue
             if t.score <= -LOG_MIN_Z and not t.is_new:  # a code path the service stopped running
                 items.append(Evidence(
                     id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_FREQUENCY_SHIFT,
