@@ -13,6 +13,7 @@ hold in any call graph:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -56,7 +57,8 @@ class ScoringConfig:
     victim_factor: float = 0.55  # a service explained by an anomalous callee keeps this share
     victim_ratio: float = 0.7  # the callee must carry at least this share of the value
     victim_hops: int = 3
-    unreachable_factor: float = 0.5  # a service the symptom does not call, even indirectly
+    unreachable_factor: float = 0.5
+    comove_floor: float = 0.5  # a service whose series ignore the symptom's keeps this share  # a service the symptom does not call, even indirectly
     background_quantile: float = 0.75  # a component's level in most services is background
 
 
@@ -225,6 +227,7 @@ def score_hypotheses(
             if entity not in best or value > best[entity][0]:
                 best[entity] = (value, fault, cites)
     values = {e: v for e, (v, _, _) in best.items()}
+    values = _weigh_comovement(values, evidence, symptom, config)
     if symptom in graph:
         downstream = nx.descendants(graph, symptom) | {symptom}
         values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
@@ -237,6 +240,48 @@ def score_hypotheses(
         _, fault, cites = best[entity]
         out.append(Hypothesis(HypothesisId(f"h-{i}"), entity, fault, round(value, 4),
                               tuple(dict.fromkeys(cites)), why))  # fmt: skip
+    return out
+
+
+def comovement(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]], step: float) -> float | None:
+    """|Pearson correlation| of two z-profiles on the time buckets they share; None if < 3."""
+    if step <= 0:
+        return None
+    da = {round(t / step): z for t, z in a}
+    db = {round(t / step): z for t, z in b}
+    common = sorted(set(da) & set(db))
+    if len(common) < 3:
+        return None
+    x = [da[k] for k in common]
+    y = [db[k] for k in common]
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sx = math.sqrt(sum((v - mx) ** 2 for v in x))
+    sy = math.sqrt(sum((v - my) ** 2 for v in y))
+    if sx == 0 or sy == 0:
+        return None
+    return abs(sum((u - mx) * (v - my) for u, v in zip(x, y, strict=True)) / (sx * sy))
+
+
+def _weigh_comovement(
+    values: dict[str, float], evidence: Sequence[Evidence], symptom: str, cfg: ScoringConfig
+) -> dict[str, float]:
+    """A cause's metrics move with the symptom: weigh each service by how closely its most
+    anomalous series follows the symptom's, where both were measured."""
+    profiled = [e for e in evidence if e.profile]
+    anchor = max((e for e in profiled if e.entity == symptom), key=lambda e: e.score, default=None)
+    if anchor is None:
+        return values
+    times = sorted({t for e in profiled for t, _ in e.profile})
+    gaps = [b - a for a, b in itertools.pairwise(times) if b - a > 1.0]
+    step = min(gaps) if gaps else 0.0
+    out = dict(values)
+    for entity in values:
+        if entity == symptom:
+            continue
+        corrs = [c for e in profiled if e.entity == entity
+                 if (c := comovement(e.profile, anchor.profile, step)) is not None]  # fmt: skip
+        if corrs:
+            out[entity] *= cfg.comove_floor + (1.0 - cfg.comove_floor) * max(corrs)
     return out
 
 

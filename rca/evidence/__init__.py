@@ -41,6 +41,7 @@ class Evidence:
     detail: str
     onset: float | None = None
     direction: int = 1  # +1 the value rose, -1 it fell
+    profile: tuple[tuple[float, float], ...] = ()  # (time, robust z): the shape of a metric shift
 
     def __post_init__(self) -> None:
         # stored at the precision the trace keeps, so a replay from JSON sees the same numbers
@@ -52,4 +53,5 @@ class Evidence:
             "entity": self.entity, "subject": self.subject, "score": self.score,
             "signal": self.signal.value, "query": self.query, "detail": self.detail,
             "onset": self.onset, "direction": self.direction,
+            "profile": [list(p) for p in self.profile],
         }  # fmt: skip

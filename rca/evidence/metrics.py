@@ -28,6 +28,7 @@ class MetricShift:
     direction: int
     normal_median: float
     peak: float
+    profile: tuple[tuple[float, float], ...] = ()  # (time, robust z) across the window
 
 
 def robust_z(normal: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -72,6 +73,7 @@ def shift_of(normal: Series | None, now: Series, *, local_end: float | None = No
         entity=now.entity, metric=now.metric, instance=now.instance, signal=signal_of(now.metric),
         score=float(abs(z[peak_i])), onset=_onset(times, z), direction=1 if z[peak_i] >= 0 else -1,
         normal_median=float(np.median(ref)), peak=float(values[peak_i]),
+        profile=tuple((float(t), round(float(v), 3)) for t, v in zip(times, z, strict=True)),
     )  # fmt: skip
 
 

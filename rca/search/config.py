@@ -15,7 +15,7 @@ class SearchConfig:
     w: float = 0.5  # R = w r + (1 - w) sc
     max_depth: int = 6  # depth limit of a tree
     iterations_per_agent: int = 6  # budget of one agent's turn
-    rounds: int = 2  # turns each agent may get from the supervisor
+    rounds: int = 3  # turns each agent may get from the supervisor
     handoff_r: float = 0.7  # hand off when r falls below this ...
     handoff_c_comp: float = 0.6  # ... or completeness below this
     min_iterations_before_handoff: int = 2
