@@ -24,7 +24,7 @@ def summaries(results: Sequence[CaseResult]) -> list[Summary]:
 
 def render_table(rows: Sequence[Summary]) -> str:
     """A plain-text table, datasets first, then their fault types, then the total."""
-    head = f"{'group':<44} {'engine':<13} {'cases':>5} {'AC@1':>6} {'AC@3':>6} {'Avg@5':>6} {'fault':>6} {'med s':>7} {'max s':>7}"
+    head = f"{'group':<44} {'engine':<19} {'cases':>5} {'AC@1':>6} {'AC@3':>6} {'Avg@5':>6} {'fault':>6} {'med s':>7} {'max s':>7}"
     lines = [head, "-" * len(head)]
 
     def order(s: Summary) -> tuple[int, str, str]:
@@ -32,7 +32,7 @@ def render_table(rows: Sequence[Summary]) -> str:
 
     for s in sorted(rows, key=order):
         lines.append(
-            f"{s.group:<44} {s.engine:<13} {s.cases:>5} {s.ac1:>6.3f} {s.ac3:>6.3f} {s.avg5:>6.3f} "
+            f"{s.group:<44} {s.engine:<19} {s.cases:>5} {s.ac1:>6.3f} {s.ac3:>6.3f} {s.avg5:>6.3f} "
             f"{s.fault_acc:>6.3f} {s.median_seconds:>7.2f} {s.max_seconds:>7.2f}"
         )
     return "\n".join(lines)
