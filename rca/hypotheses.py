@@ -106,11 +106,12 @@ def _components(
         if ev.kind is EvidenceKind.METRIC_SHIFT:
             host = is_host_metric(ev.subject)
             part = {Signal.CPU: "cpu", Signal.MEMORY: "mem", Signal.DISK: "disk", Signal.LATENCY: "lat",
-                    Signal.ERRORS: "err", Signal.TRAFFIC: "traffic", Signal.NETWORK: "net"}.get(ev.signal)  # fmt: skip
+                    Signal.ERRORS: "err", Signal.TRAFFIC: "traffic", Signal.NETWORK: "net",
+                    Signal.PACKET_LOSS: "loss"}.get(ev.signal)  # fmt: skip
             if part is None:
                 continue
             worse = ev.direction == bad_direction(ev.subject)
-            if part in ("cpu", "mem", "disk", "lat", "traffic", "err") and not worse:
+            if part in ("cpu", "mem", "disk", "lat", "traffic", "err", "loss") and not worse:
                 continue
             sig.add(part + ("_host" if host else ""), w * saturate(ev.score, 20.0), ev)
         elif ev.kind is EvidenceKind.TRACE_SELF_TIME:
@@ -148,7 +149,7 @@ def _components(
 # own; latency, traffic, I/O counters and error logs also move in its callers.
 SPECIFICITY: dict[str, float] = {
     "exc": 1.0, "gap": 1.0, "gap_out": 0.9, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logdrop": 0.8, "logerr": 0.7, "err": 0.6,
-    "lat": 0.5, "traffic": 0.2, "disk": 0.4, "net": 0.4, "lognew": 0.4,
+    "lat": 0.5, "traffic": 0.2, "disk": 0.4, "net": 0.4, "lognew": 0.4, "loss": 0.8,
 }  # fmt: skip
 
 
@@ -175,6 +176,7 @@ _RECIPES: dict[FaultType, tuple[tuple[str, float], ...]] = {
     FaultType.MEMORY: (("mem", 0.75), ("lat", 0.15), ("own", 0.1)),
     FaultType.DISK: (("disk", 0.75), ("own", 0.25)),
     FaultType.NETWORK_DELAY: (("gap", 0.6), ("lat", 0.25), ("net", 0.15)),
+    FaultType.NETWORK_LOSS: (("loss", 0.6), ("err", 0.2), ("gap", 0.2)),
     FaultType.EXCEPTION: (("exc", 0.5), ("logdrop", 0.3), ("err", 0.1), ("logerr", 0.1)),
     FaultType.WRONG_RESULT: (("logerr", 0.45), ("logdrop", 0.3), ("lognew", 0.15), ("err", 0.1)),
     FaultType.OVERLOAD: (("traffic", 0.4), ("lat", 0.4), ("cpu", 0.2)),
@@ -188,6 +190,7 @@ _GATES: dict[FaultType, tuple[str, ...]] = {
     FaultType.MEMORY: ("mem",),
     FaultType.DISK: ("disk",),
     FaultType.NETWORK_DELAY: ("gap", "lat", "net"),
+    FaultType.NETWORK_LOSS: ("loss",),
     FaultType.EXCEPTION: ("exc", "err", "logdrop"),
     FaultType.WRONG_RESULT: ("logerr", "lognew", "logdrop"),
     FaultType.OVERLOAD: ("traffic",),

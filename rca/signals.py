@@ -12,6 +12,7 @@ class Signal(StrEnum):
     MEMORY = "memory"
     DISK = "disk"
     NETWORK = "network"
+    PACKET_LOSS = "packet_loss"
     LATENCY = "latency"
     ERRORS = "errors"
     TRAFFIC = "traffic"
@@ -20,6 +21,7 @@ class Signal(StrEnum):
 
 _WORDS: tuple[tuple[tuple[str, ...], Signal], ...] = (
     (("latency", "duration", "responsetime", "response_time", "p90", "p95", "p99"), Signal.LATENCY),
+    (("retrans", "packet_loss", "packetloss", "dropped", "drop_", "_drop"), Signal.PACKET_LOSS),
     (("success", "availability", "error", "fail", "5xx", "exception"), Signal.ERRORS),
     (("cpu",), Signal.CPU),
     (("memory", "mem_", "rss", "heap"), Signal.MEMORY),
@@ -59,6 +61,7 @@ FAULT_OF_SIGNAL: dict[Signal, FaultType] = {
     Signal.MEMORY: FaultType.MEMORY,
     Signal.DISK: FaultType.DISK,
     Signal.NETWORK: FaultType.NETWORK_DELAY,
+    Signal.PACKET_LOSS: FaultType.NETWORK_LOSS,
     Signal.LATENCY: FaultType.NETWORK_DELAY,
     Signal.ERRORS: FaultType.EXCEPTION,
     Signal.TRAFFIC: FaultType.OVERLOAD,

@@ -118,3 +118,24 @@ def test_an_anomaly_already_under_way_weighs_less() -> None:
     hyps = score_hypotheses(evidence, graph=graph, window=window, symptom="front")
     assert hyps[0].service == "b"
     assert all(h.value < hyps[0].value for h in hyps[1:])
+
+
+def test_every_fault_type_can_be_named() -> None:
+    graph = nx.DiGraph([("front", s) for s in "abcdef"])
+    window = Window(0.0, 1000.0)
+    cases = {
+        "a": (Signal.CPU, "CpuUsageRate(%)"),
+        "b": (Signal.MEMORY, "MemoryUsageRate(%)"),
+        "c": (Signal.DISK, "disk_io_seconds"),
+        "d": (Signal.PACKET_LOSS, "tcp_retransmits"),
+        "e": (Signal.LATENCY, "latency_p99"),
+        "f": (Signal.TRAFFIC, "requests_total"),
+    }
+    evidence = [
+        Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, metric, 50.0,
+                 signal, "q", "d", 500.0)  # fmt: skip
+        for i, (entity, (signal, metric)) in enumerate(cases.items(), start=1)
+    ]
+    faults = {h.service: h.fault_type.value for h in score_hypotheses(
+        evidence, graph=graph, window=window, symptom="front", modalities=frozenset({Modality.METRICS}))}  # fmt: skip
+    assert faults == {"a": "cpu", "b": "memory", "c": "disk", "d": "network_loss", "e": "network_delay", "f": "overload"}
