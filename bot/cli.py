@@ -1,4 +1,4 @@
-"""The `rcabot` command line: cases, investigate, eval, demo."""
+"""The `rcabot` command line: cases, investigate, eval, audit, demo."""
 
 from __future__ import annotations
 
@@ -7,20 +7,28 @@ import asyncio
 import json
 import logging
 import sys
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from bot.terminal import ProgressBar, render_diagnosis, render_event
+import jsonschema
+import networkx as nx
+
+from bot.terminal import ProgressBar, render_audit, render_diagnosis, render_event
 from rca.engines import Engine, build_engine, engine_names
 from rca.engines.lats import SearchEngine, diagnosis_of
-from rca.errors import RcaError
+from rca.errors import InputError, RcaError
 from rca.evaluation.harness import evaluate
 from rca.evaluation.report import render_costs, render_table, summaries, to_json
 from rca.model import Diagnosis, Incident
 from rca.replay import replay_incident
 from rca.search.events import Finished
 from rca.sources.datasets import find_cases
+from rca.star.audit import Audit, audit
+from rca.star.criteria import AuditContext
 from rca.timestamps import parse_timestamp
+from rca.trace import from_json
 from rca.windows import parse_window
 
 log = logging.getLogger("rcabot")
@@ -51,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", type=Path, dest="json_out", help="write per-case results here")
     ev.add_argument("--match", default="", help="only cases whose id contains this text")
 
+    au = sub.add_parser("audit", help="audit a four-stage trace (STAR) and print the verdict as JSON")
+    au.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
+    au.add_argument("--data", type=Path, help="the dataset the trace was read from (for its call graph)")
+
     sub.add_parser("demo", help="investigate the embedded TrainTicket incident, offline")
     return p
 
@@ -77,6 +89,8 @@ async def _run(args: argparse.Namespace) -> int:
         return await _eval(args)
     if args.command == "demo":
         return await _demo()
+    if args.command == "audit":
+        return await _audit(args)
     raise AssertionError(args.command)
 
 
@@ -108,6 +122,36 @@ async def _investigate(args: argparse.Namespace) -> int:
         print(json.dumps(diagnosis.trace or _ranking_json(incident, diagnosis), indent=2))
     else:
         print(render_diagnosis(incident, diagnosis))
+        if diagnosis.trace is not None:
+            print()
+            print(render_audit(await _audit_incident(incident, diagnosis.trace)))
+    return 0
+
+
+async def _audit_incident(incident: Incident, trace: Mapping[str, Any]) -> Audit:
+    graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
+    return audit(from_json(dict(trace)), AuditContext(graph, incident.sources.modalities()))
+
+
+async def _audit(args: argparse.Namespace) -> int:
+    try:
+        doc = json.loads(args.trace.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{args.trace}: not a readable JSON trace ({exc})") from exc
+    try:
+        trace = from_json(doc)
+    except jsonschema.ValidationError as exc:
+        raise InputError(f"{args.trace}: not a valid trace: {exc.message}") from exc
+    available: dict[str, bool] = {}
+    if args.data:
+        cases = find_cases(args.data)
+        incident = await replay_incident(cases, symptom=trace.symptom, window=trace.evidence_package.window)
+        graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
+        available = incident.sources.modalities()
+    else:  # without the data, the calls the trace itself names are the graph
+        graph = nx.DiGraph([(ln.target, ln.source) for c in trace.chains for ln in c.links])
+        print("note: no --data, the call graph is read from the trace's own chains", file=sys.stderr)
+    print(json.dumps(audit(trace, AuditContext(graph, available)).to_json(), indent=2))
     return 0
 
 
@@ -168,6 +212,9 @@ async def _demo() -> int:
     incident = case.incident
     diagnosis = await run_live(build_engine("lats"), incident, live=True)
     print(render_diagnosis(incident, diagnosis))
+    if diagnosis.trace is not None:
+        print()
+        print(render_audit(await _audit_incident(incident, diagnosis.trace)))
     print(f"\nInjected fault (kept from the engine): {case.label.service}, {case.label.fault_type}")
     return 0
 

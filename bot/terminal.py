@@ -15,6 +15,7 @@ from rca.search.events import (
     HypothesesRanked,
     IterationStarted,
 )
+from rca.star.audit import Audit
 
 
 def render_event(event: Event) -> str | None:
@@ -33,6 +34,20 @@ def render_event(event: Event) -> str | None:
     if isinstance(event, Finished):
         return f"[supervisor] decision: {event.summary}"
     return None
+
+
+def render_audit(audit: Audit) -> str:
+    """The STAR verdict: score, route, the weakest stage and its violations in plain words."""
+    blamed = audit.blamed
+    lines = [f"STAR audit: S = {audit.score:.2f}, route {audit.route.value.replace('_', ' ')}"]
+    if blamed is None:
+        lines.append("  no stage violates an RCA requirement")
+        return "\n".join(lines)
+    lines.append(f"  weakest stage: {blamed.stage.replace('_', ' ')} (severity {blamed.severity:.2f})")
+    for d in audit.stages:
+        for c in d.violations:
+            lines.append(f"  - {d.stage.replace('_', ' ')} / {c.name.replace('_', ' ')} {c.score:.2f}: {c.explanation}")
+    return "\n".join(lines)
 
 
 def render_diagnosis(incident: Incident, diagnosis: Diagnosis, *, top: int = 5) -> str:

@@ -60,7 +60,7 @@ class Chain:
 
 
 @dataclass(frozen=True, slots=True)
-class Test:
+class VerificationTest:
     """A verification test: a query whose outcome separates hypotheses."""
 
     id: str
@@ -76,7 +76,7 @@ class DecisionReport:
     ranking: tuple[tuple[str, str, float, str], ...]  # service, fault type, confidence, hypothesis
     confidence: float
     summary: str
-    tests: tuple[Test, ...]
+    tests: tuple[VerificationTest, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,14 +135,14 @@ def decision_report(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], *, 
     """Stage 4: ranking with confidence, and a test per leading hypothesis."""
     decision = decide(hypotheses, symptom=symptom)
     by_id = {ev.id: ev for ev in ep.evidence}
-    tests: list[Test] = []
+    tests: list[VerificationTest] = []
     for h in hypotheses[:3]:
         cited = [by_id[i] for i in h.evidence if i in by_id]
         if not cited:
             continue
         strongest = max(cited, key=lambda ev: ev.score)
         tool = {Modality.METRICS: "metrics", Modality.LOGS: "logs", Modality.TRACES: "spans"}[strongest.modality]
-        tests.append(Test(
+        tests.append(VerificationTest(
             f"t-{len(tests) + 1}", h.id, tool, strongest.entity, strongest.query,
             f"if {h.service} ({h.fault_type.value}) is the cause, {strongest.subject} at "
             f"{strongest.entity} stays anomalous (score >= 3) and leads in onset",
@@ -241,7 +241,7 @@ def from_json(doc: dict[str, Any]) -> Trace:
     decision = DecisionReport(
         tuple((r["service"], r["fault_type"], float(r["confidence"]), r["hypothesis"]) for r in dr["ranking"]),
         float(dr["confidence"]), dr["summary"],
-        tuple(Test(t["id"], HypothesisId(t["hypothesis"]), t["tool"], t["target"], t["query"], t["expected"])
+        tuple(VerificationTest(t["id"], HypothesisId(t["hypothesis"]), t["tool"], t["target"], t["query"], t["expected"])
               for t in dr["tests"]),  # fmt: skip
     )
     c = doc["cost"]

@@ -68,6 +68,7 @@ class TemplateShift:
     severity: Severity
     now_per_min: float
     normal_per_min: float
+    expected_per_min: float  # the normal rate scaled by the service's change of volume
     is_new: bool
     score: float
     first_seen: float
@@ -105,7 +106,7 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
         score = (observed - expected) / math.sqrt(expected + 1.0)
         template, sev, first = info.get(key, ("", Severity.UNKNOWN, math.nan))
         out.append(TemplateShift(entity, tid, template, sev, observed / c_min, base[key] / n_min,
-                                 base[key] == 0 and observed > 0, score, first))  # fmt: skip
+                                 expected / c_min, base[key] == 0 and observed > 0, score, first))  # fmt: skip
     return sorted(out, key=lambda s: -abs(s.score))
 
 

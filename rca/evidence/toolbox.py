@@ -170,8 +170,8 @@ class Toolbox:
                     id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_FREQUENCY_SHIFT,
                     entity=entity, subject=t.template_id, score=-t.score, signal=Signal.OTHER,
                     query=query, direction=-1,
-                    detail=f"{t.severity.name} '{t.template[:160]}' fell behind the service's volume: "
-                    f"{t.now_per_min:.1f}/min (was {t.normal_per_min:.1f}/min)",
+                    detail=f"{t.severity.name} '{t.template[:160]}' ran {t.now_per_min:.1f}/min where the "
+                    f"service's volume predicts {t.expected_per_min:.1f}/min (normal {t.normal_per_min:.1f}/min)",
                 ))  # fmt: skip
                 continue
             if t.score < LOG_MIN_Z:

@@ -1,0 +1,1 @@
+"""STAR: stage-attributed audit (and, later, repair) of a four-stage RCA trace."""

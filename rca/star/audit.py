@@ -1,0 +1,90 @@
+"""The STAR audit: every stage's criteria, the trace score S, diagnostics and the route.
+
+S = sum(w_k s_k) / sum(w_k). A stage's severity is the weighted shortfall of its criteria;
+the blamed stage is the most severe one. Route: S >= tau accept; tau - epsilon <= S < tau fast
+path; below, slow path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rca.star import analysis, hypotheses, package, report
+from rca.star.criteria import AuditContext, Criterion
+from rca.trace import STAGES, Trace
+
+
+class Route(StrEnum):
+    ACCEPT = "accept"
+    FAST = "fast_path"
+    SLOW = "slow_path"
+
+
+@dataclass(frozen=True, slots=True)
+class StarConfig:
+    tau: float = 0.8
+    epsilon: float = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class StageDiagnostic:
+    stage: str
+    score: float
+    severity: float
+    violations: tuple[Criterion, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    score: float
+    route: Route
+    stages: tuple[StageDiagnostic, ...]
+    criteria: tuple[Criterion, ...]
+
+    @property
+    def blamed(self) -> StageDiagnostic | None:
+        """The most severe stage with a violation; None for a clean trace."""
+        worst = max(self.stages, key=lambda d: (d.severity, -STAGES.index(d.stage)))
+        return worst if worst.violations else None
+
+    def to_json(self) -> dict[str, object]:
+        blamed = self.blamed
+        return {
+            "score": round(self.score, 4),
+            "route": self.route.value,
+            "blamed_stage": blamed.stage if blamed else None,
+            "stages": [
+                {"stage": d.stage, "score": round(d.score, 4), "severity": round(d.severity, 4),
+                 "violations": [{"criterion": c.name, "score": round(c.score, 4), "explanation": c.explanation,
+                                 "blamed": list(c.blamed)} for c in d.violations]}  # fmt: skip
+                for d in self.stages
+            ],
+            "criteria": [{"stage": c.stage, "criterion": c.name, "score": round(c.score, 4), "weight": c.weight}
+                         for c in self.criteria],  # fmt: skip
+        }
+
+
+_CHECKS = (package.check, hypotheses.check, analysis.check, report.check)
+
+
+def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) -> Audit:
+    """Audit a trace against the call graph and the telemetry it could read."""
+    criteria = tuple(c for check in _CHECKS for c in check(trace, ctx))
+    total = sum(c.weight for c in criteria)
+    score = sum(c.weight * c.score for c in criteria) / total if total else 0.0
+    stages = []
+    for stage in STAGES:
+        mine = [c for c in criteria if c.stage == stage]
+        weight = sum(c.weight for c in mine)
+        stage_score = sum(c.weight * c.score for c in mine) / weight if weight else 1.0
+        stages.append(StageDiagnostic(stage, stage_score, 1.0 - stage_score, tuple(c for c in mine if c.violated)))
+    return Audit(score, route(score, config), tuple(stages), criteria)
+
+
+def route(score: float, config: StarConfig) -> Route:
+    if score >= round(config.tau, 9):
+        return Route.ACCEPT
+    if score >= round(config.tau - config.epsilon, 9):
+        return Route.FAST
+    return Route.SLOW

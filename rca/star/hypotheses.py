@@ -1,0 +1,47 @@
+"""S2, the hypothesis set: grounded, not collapsed, not blaming a service for its host."""
+
+from __future__ import annotations
+
+from rca.star.criteria import AuditContext, Criterion
+from rca.trace import Trace
+
+STAGE = "hypothesis_set"
+HOST_MARK = "[host]"
+
+
+def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
+    return [grounded(trace), not_collapsed(trace), layer_consistent(trace)]
+
+
+def grounded(trace: Trace) -> Criterion:
+    """Every hypothesis cites evidence of the package, about its own service."""
+    by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
+    bad = [h.id for h in trace.hypotheses
+           if not h.evidence or any(i not in by_id or by_id[i].entity != h.service for i in h.evidence)]  # fmt: skip
+    if not trace.hypotheses:
+        return Criterion(STAGE, "grounded", 0.0, 1.0, "no hypotheses")
+    score = 1.0 - len(bad) / len(trace.hypotheses)
+    why = f"{len(bad)} hypotheses cite no evidence, or evidence of another service" if bad else "every hypothesis cites its own evidence"
+    return Criterion(STAGE, "grounded", score, 1.5, why, tuple(bad))
+
+
+def not_collapsed(trace: Trace) -> Criterion:
+    """Competing explanations stay in the set: at least three services with evidence."""
+    services = {h.service for h in trace.hypotheses if h.evidence}
+    score = min(1.0, max(0, len(services) - 1) / 2)
+    why = f"{len(services)} service(s) considered" + (": the set is anchored on one explanation" if score < 1 else "")
+    return Criterion(STAGE, "not_collapsed", score, 1.0, why)
+
+
+def layer_consistent(trace: Trace) -> Criterion:
+    """A service is not blamed on host-level evidence alone (host, pod and service kept apart)."""
+    if not trace.hypotheses:
+        return Criterion(STAGE, "layer_consistent", 0.0, 0.5, "no hypotheses")
+    by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
+    top = trace.hypotheses[0]
+    cited = [by_id[i] for i in top.evidence if i in by_id]
+    host = [ev.id for ev in cited if HOST_MARK in ev.detail]
+    score = 1.0 - len(host) / len(cited) if cited else 0.0
+    why = (f"{len(host)} of {len(cited)} items behind {top.service} describe its host, not the service"
+           if host else "the leading hypothesis rests on the service's own telemetry")  # fmt: skip
+    return Criterion(STAGE, "layer_consistent", score, 0.5, why, tuple(host))

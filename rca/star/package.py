@@ -1,0 +1,73 @@
+"""S1, the evidence package: does it cover the onset, the right modalities, the neighbourhood?"""
+
+from __future__ import annotations
+
+from rca.model import FaultType
+from rca.star.criteria import MECHANISM_MODALITIES, AuditContext, Criterion, leading, neighbours
+from rca.trace import Trace
+
+STAGE = "evidence_package"
+EDGE_SHARE = 0.05  # an onset within this share of the window's start may predate the window
+
+
+def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
+    return [onset_covered(trace), modality_fit(trace, ctx), scope_neighbours(trace, ctx)]
+
+
+def onset_covered(trace: Trace) -> Criterion:
+    """The window starts before the leading hypotheses' anomalies begin."""
+    ep = trace.evidence_package
+    cited = {i for h in leading(trace) for i in h.evidence}
+    onsets = [(ev.id, ev.onset) for ev in ep.evidence if ev.id in cited and ev.onset is not None]
+    if not onsets:
+        return Criterion(STAGE, "onset_covered", 0.5, 1.0, "no onset known for the leading hypotheses")
+    edge = ep.window.start + EDGE_SHARE * ep.window.seconds
+    early = [i for i, t in onsets if t is not None and t <= edge]
+    score = 1.0 - len(early) / len(onsets)
+    why = (f"{len(early)} of {len(onsets)} onsets sit at the window's start: the change may have "
+           "begun before it" if early else "every onset lies inside the window")  # fmt: skip
+    return Criterion(STAGE, "onset_covered", score, 1.0, why, tuple(early))
+
+
+def modality_fit(trace: Trace, ctx: AuditContext) -> Criterion:
+    """The modalities that show the leading mechanism were read, where they exist."""
+    top = trace.hypotheses[0] if trace.hypotheses else None
+    if top is None:
+        return Criterion(STAGE, "modality_fit", 0.0, 1.0, "no hypothesis to fit modalities to")
+    ep = trace.evidence_package
+    wanted = MECHANISM_MODALITIES.get(top.fault_type, ()) or ("metrics",)
+    available = ctx.modalities_available or ep.modalities
+    possible = [m for m in wanted if available.get(m, False)]
+    read = {m for m, ok in ep.modalities.items() if ok}
+    with_evidence = {ev.modality.value for ev in ep.evidence if ev.entity == top.service}
+    if not possible:
+        return Criterion(STAGE, "modality_fit", 0.6, 1.0,
+                         f"{top.fault_type.value} shows in {', '.join(wanted)}, none of which exists here")  # fmt: skip
+    missing_read = [m for m in possible if m not in read]
+    unseen = [m for m in possible if m in read and m not in with_evidence]
+    score = 1.0 - (len(missing_read) + 0.5 * len(unseen)) / len(possible)
+    parts = []
+    if missing_read:
+        parts.append(f"{', '.join(missing_read)} exist but were not read")
+    if unseen:
+        parts.append(f"no {', '.join(unseen)} evidence for {top.service}")
+    why = "; ".join(parts) or f"{', '.join(possible)} read for {top.fault_type.value}"
+    return Criterion(STAGE, "modality_fit", max(0.0, score), 1.0, why)
+
+
+def scope_neighbours(trace: Trace, ctx: AuditContext) -> Criterion:
+    """The scope holds the leading suspects' callers and callees, not only the victims."""
+    ep = trace.evidence_package
+    scope = set(ep.scope) | {ev.entity for ev in ep.evidence}
+    wanted: set[str] = set()
+    for h in leading(trace):
+        wanted |= neighbours(ctx.graph, h.service)
+    if not wanted:
+        return Criterion(STAGE, "scope_neighbours", 1.0, 1.0, "no neighbours in the call graph")
+    missing = sorted(wanted - scope)
+    score = 1.0 - len(missing) / len(wanted)
+    why = f"{len(missing)} of {len(wanted)} neighbours of the leading suspects never examined" if missing else "all neighbours examined"
+    return Criterion(STAGE, "scope_neighbours", score, 1.0, why, tuple(missing[:10]))
+
+
+__all__ = ["STAGE", "check", "FaultType"]

@@ -1,0 +1,164 @@
+"""Each STAR criterion on a real trace (the demo incident) and on a copy that violates it."""
+
+import asyncio
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from rca.engines import build_engine
+from rca.model import FaultType
+from rca.sources.datasets import find_cases
+from rca.star.audit import Route, StarConfig, audit, route
+from rca.star.criteria import AuditContext
+from rca.trace import Chain, Link, Trace, VerificationTest, from_json
+
+
+@pytest.fixture(scope="module")
+def real() -> tuple[Trace, AuditContext]:
+    from tests.conftest import NEZHA_SLICE
+
+    (case,) = find_cases(NEZHA_SLICE)
+    doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
+    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
+    return from_json(doc), AuditContext(graph, case.incident.sources.modalities())  # type: ignore[arg-type]
+
+
+def _score(trace: Trace, ctx: AuditContext, name: str) -> float:
+    return next(c.score for c in audit(trace, ctx).criteria if c.name == name)
+
+
+def _clean(trace: Trace, ctx: AuditContext) -> Trace:
+    """The real trace made to satisfy every criterion, as a baseline for the violations."""
+    ep = trace.evidence_package
+    lead = trace.hypotheses[0]
+    own = next(e for e in ep.evidence if e.entity == lead.service)
+    caller = next(iter(ctx.graph.predecessors(lead.service)))
+    scope = tuple(sorted(set(ep.scope) | set(ctx.graph.nodes)))
+    link = Link("h-1-l1", lead.service, caller, ep.window.start + 100, ep.window.start + 200, (own.id,))
+    chains = (Chain(lead.id, lead.service, (link,)),)
+    return replace(trace, evidence_package=replace(ep, scope=scope), chains=chains)
+
+
+def test_a_clean_trace_is_accepted_with_no_violation(real: tuple[Trace, AuditContext]) -> None:
+    trace, ctx = real
+    verdict = audit(_clean(trace, ctx), ctx)
+    assert verdict.route is Route.ACCEPT
+    assert [c.name for c in verdict.criteria if c.violated] == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["onset_covered", "modality_fit", "scope_neighbours", "grounded", "not_collapsed", "layer_consistent",
+     "reachable", "cause_before_effect", "links_supported", "calibrated", "agrees_with_analysis",
+     "tests_discriminative"],
+)  # fmt: skip
+def test_each_criterion_sees_its_violation(real: tuple[Trace, AuditContext], name: str) -> None:
+    trace, ctx = real
+    good = _clean(trace, ctx)
+    bad = VIOLATIONS[name](good, ctx)
+    assert _score(good, ctx, name) > _score(bad, ctx, name)
+    assert _score(bad, ctx, name) < 0.8
+    verdict = audit(bad, ctx)
+    assert any(c.name == name for d in verdict.stages for c in d.violations)
+
+
+def _onset_at_start(t: Trace, ctx: AuditContext) -> Trace:
+    ep = t.evidence_package
+    cited = {i for h in t.hypotheses[:3] for i in h.evidence}
+    ev = tuple(replace(e, onset=ep.window.start) if e.id in cited else e for e in ep.evidence)
+    return replace(t, evidence_package=replace(ep, evidence=ev))
+
+
+def _drop_modality(t: Trace, ctx: AuditContext) -> Trace:
+    ep = t.evidence_package
+    top = t.hypotheses[0]
+    kept = tuple(e for e in ep.evidence if not (e.entity == top.service and e.modality.value == "metrics"))
+    return replace(t, evidence_package=replace(ep, evidence=kept, modalities={**ep.modalities, "metrics": False}))
+
+
+def _victims_only(t: Trace, ctx: AuditContext) -> Trace:
+    ep = t.evidence_package
+    suspects = {h.service for h in t.hypotheses[:3]}
+    return replace(t, evidence_package=replace(ep, scope=tuple(sorted(suspects)),
+                   evidence=tuple(e for e in ep.evidence if e.entity in suspects)))  # fmt: skip
+
+
+def _ungrounded(t: Trace, ctx: AuditContext) -> Trace:
+    other = next(e.id for e in t.evidence_package.evidence if e.entity != t.hypotheses[0].service)
+    hyps = tuple(replace(h, evidence=(other,)) if i < 4 else h for i, h in enumerate(t.hypotheses))
+    return replace(t, hypotheses=hyps)
+
+
+def _collapsed(t: Trace, ctx: AuditContext) -> Trace:
+    return replace(t, hypotheses=t.hypotheses[:1])
+
+
+def _host_only(t: Trace, ctx: AuditContext) -> Trace:
+    ep = t.evidence_package
+    cited = set(t.hypotheses[0].evidence)
+    ev = tuple(replace(e, detail=e.detail + " [host]") if e.id in cited else e for e in ep.evidence)
+    return replace(t, evidence_package=replace(ep, evidence=ev))
+
+
+def _unreachable(t: Trace, ctx: AuditContext) -> Trace:
+    chain = t.chains[0]
+    fake = Link("bad-1", chain.root, "ts-no-such-caller", None, None, t.hypotheses[0].evidence[:1])
+    return replace(t, chains=(replace(chain, links=chain.links + (fake,)),) + t.chains[1:])
+
+
+def _reversed(t: Trace, ctx: AuditContext) -> Trace:
+    chains = tuple(replace(c, links=tuple(replace(ln, onset_source=2000.0, onset_target=1000.0) for ln in c.links))
+                   for c in t.chains)  # fmt: skip
+    return replace(t, chains=chains)
+
+
+def _unsupported(t: Trace, ctx: AuditContext) -> Trace:
+    chains = tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links)) for c in t.chains)
+    return replace(t, chains=chains)
+
+
+def _overconfident(t: Trace, ctx: AuditContext) -> Trace:
+    return replace(t, decision=replace(t.decision, confidence=0.99))
+
+
+def _contradicting(t: Trace, ctx: AuditContext) -> Trace:
+    ranking = t.decision.ranking
+    return replace(t, decision=replace(t.decision, ranking=(ranking[2], ranking[0], ranking[1]) + ranking[3:]))
+
+
+def _useless_tests(t: Trace, ctx: AuditContext) -> Trace:
+    h = t.hypotheses[0]
+    tests = (VerificationTest("t-1", h.id, "logs" if h.fault_type is FaultType.CPU else "metrics", "ts-unrelated", "q", "x"),)
+    return replace(t, decision=replace(t.decision, tests=tests))
+
+
+VIOLATIONS = {
+    "onset_covered": _onset_at_start, "modality_fit": _drop_modality, "scope_neighbours": _victims_only,
+    "grounded": _ungrounded, "not_collapsed": _collapsed, "layer_consistent": _host_only,
+    "reachable": _unreachable, "cause_before_effect": _reversed, "links_supported": _unsupported,
+    "calibrated": _overconfident, "agrees_with_analysis": _contradicting, "tests_discriminative": _useless_tests,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("score", "expected"), [(0.8, Route.ACCEPT), (0.95, Route.ACCEPT), (0.7999, Route.FAST),
+                                                 (0.7, Route.FAST), (0.6999, Route.SLOW), (0.0, Route.SLOW)])  # fmt: skip
+def test_routing_bounds(score: float, expected: Route) -> None:
+    assert route(score, StarConfig(tau=0.8, epsilon=0.1)) is expected
+
+
+def test_audit_command(tmp_path: Path, nezha_slice: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["investigate", "Frontend", "10m", "--data", str(nezha_slice), "--at", "2023-01-29T13:36:00Z", "--json"]) == 0
+    path = tmp_path / "trace.json"
+    path.write_text(capsys.readouterr().out)
+    assert main(["audit", str(path), "--data", str(nezha_slice)]) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert 0 <= verdict["score"] <= 1 and verdict["route"] in ("accept", "fast_path", "slow_path")
+    assert [s["stage"] for s in verdict["stages"]] == ["evidence_package", "hypothesis_set", "analysis_structure", "decision_report"]
+    path.write_text("{}")
+    assert main(["audit", str(path)]) == 2
+    assert "not a valid trace" in capsys.readouterr().err
+
+
