@@ -15,20 +15,28 @@ from typing import Any
 import jsonschema
 import networkx as nx
 
-from bot.terminal import ProgressBar, render_audit, render_diagnosis, render_event
+from bot.terminal import (
+    ProgressBar,
+    render_audit,
+    render_diagnosis,
+    render_event,
+    render_verification,
+)
 from rca.engines import Engine, build_engine, engine_names
 from rca.engines.lats import SearchEngine, diagnosis_of
 from rca.errors import InputError, RcaError
 from rca.evaluation.harness import evaluate
 from rca.evaluation.report import render_costs, render_table, summaries, to_json
+from rca.evidence.toolbox import Toolbox
 from rca.model import Diagnosis, Incident
 from rca.replay import replay_incident
 from rca.search.events import Finished
 from rca.sources.datasets import find_cases
 from rca.star.audit import Audit, audit
 from rca.star.criteria import AuditContext
+from rca.star.verify import run_tests
 from rca.timestamps import parse_timestamp
-from rca.trace import from_json
+from rca.trace import Trace, from_json
 from rca.windows import parse_window
 
 log = logging.getLogger("rcabot")
@@ -63,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     au.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
     au.add_argument("--data", type=Path, help="the dataset the trace was read from (for its call graph)")
 
+    ve = sub.add_parser("verify", help="run a trace's verification tests against the telemetry")
+    ve.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
+    ve.add_argument("--data", type=Path, required=True, help="the dataset the trace was read from")
+    ve.add_argument("--json", action="store_true", help="print the run as JSON")
+
     sub.add_parser("demo", help="investigate the embedded TrainTicket incident, offline")
     return p
 
@@ -91,6 +104,8 @@ async def _run(args: argparse.Namespace) -> int:
         return await _demo()
     if args.command == "audit":
         return await _audit(args)
+    if args.command == "verify":
+        return await _verify(args)
     raise AssertionError(args.command)
 
 
@@ -133,15 +148,31 @@ async def _audit_incident(incident: Incident, trace: Mapping[str, Any]) -> Audit
     return audit(from_json(dict(trace)), AuditContext(graph, incident.sources.modalities()))
 
 
-async def _audit(args: argparse.Namespace) -> int:
+def _read_trace(path: Path) -> Trace:
     try:
-        doc = json.loads(args.trace.read_text())
+        doc = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{args.trace}: not a readable JSON trace ({exc})") from exc
+        raise InputError(f"{path}: not a readable JSON trace ({exc})") from exc
     try:
-        trace = from_json(doc)
+        return from_json(doc)
     except jsonschema.ValidationError as exc:
-        raise InputError(f"{args.trace}: not a valid trace: {exc.message}") from exc
+        raise InputError(f"{path}: not a valid trace: {exc.message}") from exc
+
+
+async def _verify(args: argparse.Namespace) -> int:
+    trace = _read_trace(args.trace)
+    cases = find_cases(args.data)
+    incident = await replay_incident(cases, symptom=trace.symptom, window=trace.evidence_package.window)
+    run = await run_tests(trace, Toolbox(incident))
+    if args.json:
+        print(json.dumps(run.to_json(), indent=2))
+    else:
+        print(render_verification(run))
+    return 0
+
+
+async def _audit(args: argparse.Namespace) -> int:
+    trace = _read_trace(args.trace)
     available: dict[str, bool] = {}
     if args.data:
         cases = find_cases(args.data)

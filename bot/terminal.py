@@ -16,6 +16,7 @@ from rca.search.events import (
     IterationStarted,
 )
 from rca.star.audit import Audit
+from rca.star.verify import VerificationRun
 
 
 def render_event(event: Event) -> str | None:
@@ -47,6 +48,19 @@ def render_audit(audit: Audit) -> str:
     for d in audit.stages:
         for c in d.violations:
             lines.append(f"  - {d.stage.replace('_', ' ')} / {c.name.replace('_', ' ')} {c.score:.2f}: {c.explanation}")
+    return "\n".join(lines)
+
+
+def render_verification(run: VerificationRun) -> str:
+    """The verification tests: what each expected, what it observed, and the new ranking."""
+    lines = [f"{'test':<5} {'on':<28} {'tool':<8} {'expected':<34} {'observed':<10}"]
+    for o in run.outcomes:
+        expected = ", ".join(f"{h}: {v}" for h, v in o.test.expected)
+        lines.append(f"{o.test.id:<5} {o.test.target[:28]:<28} {o.test.tool:<8} {expected[:34]:<34} {o.observed:<10}")
+        lines.append(f"      {o.detail[:110]}")
+    lines.append("")
+    lines.append("re-ranked: " + ", ".join(f"{h.service} {h.fault_type.value} {h.value:.2f}" for h in run.after[:5]))
+    lines.append("before:    " + ", ".join(h.service for h in run.before[:5]))
     return "\n".join(lines)
 
 

@@ -68,7 +68,9 @@ class VerificationTest:
     tool: str
     target: str
     query: str
-    expected: str
+    subject: str  # the metric, log template or call the query looks at
+    expected: tuple[tuple[HypothesisId, str], ...]  # per hypothesis it separates: anomalous | normal
+    rationale: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,16 +138,20 @@ def decision_report(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], *, 
     decision = decide(hypotheses, symptom=symptom)
     by_id = {ev.id: ev for ev in ep.evidence}
     tests: list[VerificationTest] = []
-    for h in hypotheses[:3]:
+    leaders = hypotheses[:3]
+    for h in leaders:
         cited = [by_id[i] for i in h.evidence if i in by_id]
         if not cited:
             continue
         strongest = max(cited, key=lambda ev: ev.score)
         tool = {Modality.METRICS: "metrics", Modality.LOGS: "logs", Modality.TRACES: "spans"}[strongest.modality]
+        expected = tuple(
+            (other.id, "anomalous" if other.service == h.service else "normal") for other in leaders
+        )
         tests.append(VerificationTest(
-            f"t-{len(tests) + 1}", h.id, tool, strongest.entity, strongest.query,
-            f"if {h.service} ({h.fault_type.value}) is the cause, {strongest.subject} at "
-            f"{strongest.entity} stays anomalous (score >= 3) and leads in onset",
+            f"t-{len(tests) + 1}", h.id, tool, strongest.entity, strongest.query, strongest.subject, expected,
+            f"{strongest.subject} at {strongest.entity} is anomalous if {h.service} "
+            f"({h.fault_type.value}) is the cause, and normal if another leading hypothesis is",
         ))  # fmt: skip
     ranking = tuple((c.service, c.fault_type, c.confidence, c.hypothesis) for c in decision.ranking)
     return DecisionReport(ranking, decision.confidence, decision.summary, tuple(tests))
@@ -196,7 +202,9 @@ def to_json(trace: Trace) -> dict[str, Any]:
                         for s, f, c, h in trace.decision.ranking],
             "confidence": trace.decision.confidence, "summary": trace.decision.summary,
             "tests": [{"id": t.id, "hypothesis": t.hypothesis, "tool": t.tool, "target": t.target,
-                       "query": t.query, "expected": t.expected} for t in trace.decision.tests],
+                       "query": t.query, "subject": t.subject, "expected": dict(t.expected),
+                       "rationale": t.rationale}
+                      for t in trace.decision.tests],
         },
         "cost": {"seconds": round(trace.cost.seconds, 4), "iterations": trace.cost.iterations,
                  "hypotheses": trace.cost.hypotheses, "evidence_items": trace.cost.evidence_items,
@@ -241,7 +249,8 @@ def from_json(doc: dict[str, Any]) -> Trace:
     decision = DecisionReport(
         tuple((r["service"], r["fault_type"], float(r["confidence"]), r["hypothesis"]) for r in dr["ranking"]),
         float(dr["confidence"]), dr["summary"],
-        tuple(VerificationTest(t["id"], HypothesisId(t["hypothesis"]), t["tool"], t["target"], t["query"], t["expected"])
+        tuple(VerificationTest(t["id"], HypothesisId(t["hypothesis"]), t["tool"], t["target"], t["query"], t["subject"],
+                               tuple((HypothesisId(k), v) for k, v in t["expected"].items()), t["rationale"])
               for t in dr["tests"]),  # fmt: skip
     )
     c = doc["cost"]

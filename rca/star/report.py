@@ -59,7 +59,8 @@ def tests_discriminative(trace: Trace) -> Criterion:
     mechanism = [t for t in on_target
                  if t.tool in MECHANISM_TOOLS.get(hyps[t.hypothesis].fault_type, MECHANISM_TOOLS[FaultType.UNKNOWN])]  # fmt: skip
     spread = min(1.0, len(covered) / min(2, len(hyps))) if hyps else 0.0
-    score = (spread + len(on_target) / len(tests) + len(mechanism) / len(tests)) / 3
+    separating = [t for t in tests if {o for _, o in t.expected} == {"anomalous", "normal"}]
+    score = (spread + len(on_target) / len(tests) + len(mechanism) / len(tests) + len(separating) / len(tests)) / 4
     bad = tuple(t.id for t in tests if t not in mechanism)
     why = (f"{len(covered)} hypotheses tested; {len(mechanism)} of {len(tests)} tests observe the "
            "hypothesised mechanism on its service")  # fmt: skip

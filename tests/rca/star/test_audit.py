@@ -131,7 +131,8 @@ def _contradicting(t: Trace, ctx: AuditContext) -> Trace:
 
 def _useless_tests(t: Trace, ctx: AuditContext) -> Trace:
     h = t.hypotheses[0]
-    tests = (VerificationTest("t-1", h.id, "logs" if h.fault_type is FaultType.CPU else "metrics", "ts-unrelated", "q", "x"),)
+    tool = "logs" if h.fault_type is FaultType.CPU else "metrics"
+    tests = (VerificationTest("t-1", h.id, tool, "ts-unrelated", "q", "m", ((h.id, "anomalous"),), "x"),)
     return replace(t, decision=replace(t.decision, tests=tests))
 
 
