@@ -34,10 +34,15 @@ from rca.search.events import Finished
 from rca.sources.datasets import find_cases
 from rca.star.audit import Audit, audit
 from rca.star.criteria import AuditContext
+from rca.star.patches import RepairContext
+from rca.star.recollect import recollector
+from rca.star.repair import RepairConfig, repair
 from rca.star.verify import run_tests
 from rca.timestamps import parse_timestamp
 from rca.trace import Trace, from_json
+from rca.trace import to_json as trace_json
 from rca.windows import parse_window
+from storage.repair_memory import SqliteRepairMemory
 
 log = logging.getLogger("rcabot")
 
@@ -70,6 +75,13 @@ def _parser() -> argparse.ArgumentParser:
     au = sub.add_parser("audit", help="audit a four-stage trace (STAR) and print the verdict as JSON")
     au.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
     au.add_argument("--data", type=Path, help="the dataset the trace was read from (for its call graph)")
+
+    rp = sub.add_parser("repair", help="audit a trace and repair it (STAR), writing the repaired trace")
+    rp.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
+    rp.add_argument("--data", type=Path, required=True, help="the dataset the trace was read from")
+    rp.add_argument("--out", type=Path, help="where to write the repaired trace (default: print it)")
+    rp.add_argument("--memory", type=Path, default=Path("rcabot-repair-memory.db"),
+                    help="the repair memory (SQLite)")  # fmt: skip
 
     ve = sub.add_parser("verify", help="run a trace's verification tests against the telemetry")
     ve.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
@@ -106,6 +118,8 @@ async def _run(args: argparse.Namespace) -> int:
         return await _audit(args)
     if args.command == "verify":
         return await _verify(args)
+    if args.command == "repair":
+        return await _repair(args)
     raise AssertionError(args.command)
 
 
@@ -157,6 +171,30 @@ def _read_trace(path: Path) -> Trace:
         return from_json(doc)
     except jsonschema.ValidationError as exc:
         raise InputError(f"{path}: not a valid trace: {exc.message}") from exc
+
+
+async def _repair(args: argparse.Namespace) -> int:
+    trace = _read_trace(args.trace)
+    cases = find_cases(args.data)
+    incident = await replay_incident(cases, symptom=trace.symptom, window=trace.evidence_package.window)
+    graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
+    ctx = RepairContext(AuditContext(graph, incident.sources.modalities()), recollector(incident))
+    memory = SqliteRepairMemory(args.memory)
+    try:
+        result = await repair(trace, ctx, RepairConfig(), memory)
+    finally:
+        memory.close()
+    for step in result.steps:
+        print(f"round {step.round} {step.route}: {step.stage} <- {step.patch}  S {step.before:.2f} -> {step.after:.2f}",
+              file=sys.stderr)  # fmt: skip
+    print(f"S {result.before.score:.2f} -> {result.after.score:.2f}, decisive stage {result.decisive_stage}, "
+          f"{result.replays} replays" + (", verification first" if result.verification_first else ""), file=sys.stderr)  # fmt: skip
+    text = json.dumps(trace_json(result.trace), indent=2)
+    if args.out:
+        args.out.write_text(text)
+    else:
+        print(text)
+    return 0
 
 
 async def _verify(args: argparse.Namespace) -> int:

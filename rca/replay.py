@@ -48,13 +48,16 @@ async def replay_incident(
     known = await known_entities(base)
     if symptom not in known:
         raise InputError(f"unknown service {symptom!r}.{suggest(symptom, known)}")
+    case_id = CaseId(f"{base.dataset}/replay/{window.to_iso()}")
+    return replace(with_window(base, window), id=case_id, symptom=symptom, alert_time=None)
+
+
+def with_window(incident: Incident, window: Window) -> Incident:
+    """The same incident over another window; a look-back normal moves with it."""
     normal = {}
-    for modality, n in base.normal.items():
-        if n.sources is base.sources:  # a look-back normal moves with the window
-            normal[modality] = Normal(
-                Window(window.start - n.window.seconds, window.start), n.sources
-            )
+    for modality, n in incident.normal.items():
+        if n.window.end == incident.window.start:  # a look-back: the period right before
+            normal[modality] = Normal(Window(window.start - n.window.seconds, window.start), n.sources)
         else:
             normal[modality] = n
-    case_id = CaseId(f"{base.dataset}/replay/{window.to_iso()}")
-    return replace(base, id=case_id, symptom=symptom, window=window, normal=normal, alert_time=None)
+    return replace(incident, window=window, normal=normal)

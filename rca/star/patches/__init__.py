@@ -1,0 +1,32 @@
+"""Patch operators (STAR's Table I), one module per stage family.
+
+A patch rewrites one stage's artifact and keeps its schema; the repair loop then replays the
+stages downstream of it. `candidates(stage, trace, ctx)` is the offline stage critic: it
+proposes the operators that apply to the stage's current violations, most promising first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from rca.star.criteria import AuditContext
+from rca.trace import Trace
+
+PatchFn = Callable[[Trace, "RepairContext"], Awaitable[Trace]]
+
+
+@dataclass(frozen=True, slots=True)
+class Patch:
+    stage: str
+    name: str  # the patch template, as the repair memory records it
+    apply: PatchFn
+
+
+@dataclass(frozen=True, slots=True)
+class RepairContext:
+    """What patches may use: the audit context, and a way to read telemetry again (S1)."""
+
+    audit: AuditContext
+    recollect: Callable[[Trace, tuple[str, ...], float], Awaitable[Trace]] | None = None
+    # recollect(trace, entities, widen_share): a new evidence package from the telemetry

@@ -1,0 +1,45 @@
+"""S3 patches: prune links that are not calls, restore cause before effect, require evidence
+for every link."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rca.star.analysis import ONSET_TOLERANCE
+from rca.star.patches import Patch, RepairContext
+from rca.trace import Trace, analysis_structure
+
+STAGE = "analysis_structure"
+
+
+async def prune_unreachable(trace: Trace, ctx: RepairContext) -> Trace:
+    graph = ctx.audit.graph
+    chains = tuple(replace(c, links=tuple(ln for ln in c.links if graph.has_edge(ln.target, ln.source)))
+                   for c in trace.chains)  # fmt: skip
+    return replace(trace, chains=chains)
+
+
+async def restore_order(trace: Trace, ctx: RepairContext) -> Trace:
+    """Rebuild the chains along the call graph, then drop links whose effect precedes the cause."""
+    rebuilt = analysis_structure(trace.evidence_package, trace.hypotheses, graph=ctx.audit.graph, symptom=trace.symptom)
+
+    def in_order(ln) -> bool:  # type: ignore[no-untyped-def]
+        return ln.onset_source is None or ln.onset_target is None or ln.onset_source <= ln.onset_target + ONSET_TOLERANCE
+
+    return replace(trace, chains=tuple(replace(c, links=tuple(filter(in_order, c.links))) for c in rebuilt))
+
+
+async def require_evidence(trace: Trace, ctx: RepairContext) -> Trace:
+    by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
+    chains = tuple(replace(c, links=tuple(ln for ln in c.links
+                                          if any(i in by_id and by_id[i].entity == ln.source for i in ln.evidence)))
+                   for c in trace.chains)  # fmt: skip
+    return replace(trace, chains=chains)
+
+
+def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
+    table = {"reachable": ("prune_unreachable", prune_unreachable), "cause_before_effect": ("restore_order", restore_order),
+             "links_supported": ("require_evidence", require_evidence)}  # fmt: skip
+    first = [Patch(STAGE, *table[v]) for v in ("reachable", "cause_before_effect", "links_supported") if v in violated]
+    rest = [Patch(STAGE, n, f) for n, f in table.values() if all(p.name != n for p in first)]
+    return first + rest

@@ -1,0 +1,57 @@
+"""S2 patches: bind every hypothesis to its own evidence, add counter-hypotheses, keep host
+and service apart."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rca.hypotheses import Hypothesis, HypothesisId
+from rca.star.patches import Patch, RepairContext
+from rca.trace import Trace, hypothesis_set
+
+STAGE = "hypothesis_set"
+
+
+async def bind_evidence(trace: Trace, ctx: RepairContext) -> Trace:
+    """Keep only evidence of the package about the hypothesis' own service; drop the unbound."""
+    by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
+    kept = []
+    for h in trace.hypotheses:
+        ids = tuple(i for i in h.evidence if i in by_id and by_id[i].entity == h.service)
+        if ids:
+            kept.append(replace(h, evidence=ids))
+    return replace(trace, hypotheses=tuple(kept))
+
+
+async def add_counter_hypotheses(trace: Trace, ctx: RepairContext) -> Trace:
+    """Add the explanations the evidence supports that the set left out."""
+    fresh = hypothesis_set(trace.evidence_package, graph=ctx.audit.graph, symptom=trace.symptom)
+    have = {h.service for h in trace.hypotheses}
+    next_id = len(trace.hypotheses) + 1
+    added: list[Hypothesis] = []
+    for h in fresh:
+        if h.service not in have:
+            added.append(replace(h, id=HypothesisId(f"h-{next_id}")))
+            next_id += 1
+    merged = sorted(trace.hypotheses + tuple(added), key=lambda h: -h.value)
+    return replace(trace, hypotheses=tuple(merged))
+
+
+async def separate_layers(trace: Trace, ctx: RepairContext) -> Trace:
+    """Halve hypotheses that rest on their host's telemetry alone."""
+    by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
+
+    def host_only(h: Hypothesis) -> bool:
+        cited = [by_id[i] for i in h.evidence if i in by_id]
+        return bool(cited) and all("[host]" in ev.detail for ev in cited)
+
+    hyps = [replace(h, value=round(h.value * 0.5, 4)) if host_only(h) else h for h in trace.hypotheses]
+    return replace(trace, hypotheses=tuple(sorted(hyps, key=lambda h: -h.value)))
+
+
+def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
+    table = {"grounded": ("bind_evidence", bind_evidence), "not_collapsed": ("add_counter_hypotheses", add_counter_hypotheses),
+             "layer_consistent": ("separate_layers", separate_layers)}  # fmt: skip
+    first = [Patch(STAGE, *table[v]) for v in ("grounded", "not_collapsed", "layer_consistent") if v in violated]
+    rest = [Patch(STAGE, n, f) for n, f in table.values() if all(p.name != n for p in first)]
+    return first + rest

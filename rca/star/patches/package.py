@@ -1,0 +1,64 @@
+"""S1 patches: recollect evidence with a wider window, a wider scope, more modalities, or
+sources re-aligned to the window."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rca.star.criteria import neighbours
+from rca.star.patches import Patch, RepairContext
+from rca.trace import Trace
+
+STAGE = "evidence_package"
+
+
+def _suspects(trace: Trace, k: int = 3) -> list[str]:
+    return [h.service for h in trace.hypotheses[:k]]
+
+
+async def widen_window(trace: Trace, ctx: RepairContext) -> Trace:
+    """Start the window earlier (by half its length) to recover the onset."""
+    if ctx.recollect is None:
+        return trace
+    return await ctx.recollect(trace, tuple(trace.evidence_package.scope), 0.5)
+
+
+async def expand_neighbours(trace: Trace, ctx: RepairContext) -> Trace:
+    """Read the callers and callees of the leading suspects too."""
+    if ctx.recollect is None:
+        return trace
+    hood = {n for s in _suspects(trace) for n in neighbours(ctx.audit.graph, s)}
+    return await ctx.recollect(trace, tuple(sorted(set(trace.evidence_package.scope) | hood)), 0.0)
+
+
+async def rebalance_modalities(trace: Trace, ctx: RepairContext) -> Trace:
+    """Read every available modality of the leading suspects."""
+    if ctx.recollect is None:
+        return trace
+    ep = trace.evidence_package
+    modalities = {**ep.modalities, **{m: ok for m, ok in ctx.audit.modalities_available.items() if ok}}
+    trace = replace(trace, evidence_package=replace(ep, modalities=modalities))
+    return await ctx.recollect(trace, tuple(sorted(set(ep.scope) | set(_suspects(trace)))), 0.0)
+
+
+async def realign_sources(trace: Trace, ctx: RepairContext) -> Trace:
+    """Drop evidence whose onset falls outside the window (a clock or source misaligned)."""
+    ep = trace.evidence_package
+    kept = tuple(ev for ev in ep.evidence if ev.onset is None or ep.window.start <= ev.onset < ep.window.end)
+    return replace(trace, evidence_package=replace(ep, evidence=kept))
+
+
+def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
+    order = []
+    if "onset_covered" in violated:
+        order.append(Patch(STAGE, "widen_window", widen_window))
+    if "modality_fit" in violated:
+        order.append(Patch(STAGE, "rebalance_modalities", rebalance_modalities))
+    if "scope_neighbours" in violated:
+        order.append(Patch(STAGE, "expand_neighbours", expand_neighbours))
+    order.append(Patch(STAGE, "realign_sources", realign_sources))
+    for name, fn in (("expand_neighbours", expand_neighbours), ("rebalance_modalities", rebalance_modalities),
+                     ("widen_window", widen_window)):  # fmt: skip
+        if all(p.name != name for p in order):
+            order.append(Patch(STAGE, name, fn))
+    return order

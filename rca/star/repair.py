@@ -1,0 +1,186 @@
+"""STAR's repair loop: route by the audit score, localise the decisive stage by patch and
+replay, commit the patch, remember what worked.
+
+    accept     S >= tau: the trace stands
+    fast path  tau - epsilon <= S < tau: patch the most severe stage once, replay downstream
+    slow path  S < tau - epsilon: for each stage in causal order, the critic's K candidates are
+               applied and replayed and the trace re-audited; the decisive stage is the earliest
+               whose best candidate improves S by at least delta
+If the analysis holds no topology-feasible, telemetry-supported chain, InsufficientEvidence
+rolls the repair back to S1. After I rounds without acceptance the report turns
+verification-first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
+from rca.errors import RcaError
+from rca.star.audit import Audit, Route, StarConfig, audit
+from rca.star.memory import Pattern, RepairMemory, RepairRecord
+from rca.star.patches import Patch, RepairContext
+from rca.star.patches import analysis as as_patches
+from rca.star.patches import hypotheses as hs_patches
+from rca.star.patches import package as ep_patches
+from rca.star.patches import report as dr_patches
+from rca.trace import STAGES, Trace, replay
+
+
+class InsufficientEvidenceException(RcaError):
+    """No causal chain is both a path in the call graph and supported by telemetry."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepairConfig:
+    tau: float = 0.8
+    epsilon: float = 0.1
+    k: int = 3  # candidates per stage critic
+    delta: float = 0.02  # the improvement that makes a stage decisive
+    rounds: int = 3  # I
+    routing: bool = True  # ablation: without it every trace takes the slow path
+    counterfactual: bool = True  # ablation: without it the most severe stage is patched blind
+
+    @property
+    def star(self) -> StarConfig:
+        return StarConfig(self.tau, self.epsilon)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairStep:
+    round: int
+    route: str
+    stage: str
+    patch: str
+    before: float
+    after: float
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    trace: Trace
+    before: Audit
+    after: Audit
+    steps: tuple[RepairStep, ...]
+    decisive_stage: str | None
+    replays: int
+    verification_first: bool
+    rolled_back: bool
+
+
+_CRITICS = {
+    "evidence_package": ep_patches.candidates,
+    "hypothesis_set": hs_patches.candidates,
+    "analysis_structure": as_patches.candidates,
+    "decision_report": dr_patches.candidates,
+}
+_REPLAY_FROM = {"evidence_package": "hypothesis_set", "hypothesis_set": "analysis_structure",
+                "analysis_structure": "decision_report", "decision_report": None}  # fmt: skip
+
+
+def check_feasible(trace: Trace, graph: nx.DiGraph) -> None:
+    """Raise InsufficientEvidenceException when no leading hypothesis has a sound chain."""
+    if not trace.hypotheses:
+        raise InsufficientEvidenceException("no hypothesis to explain the symptom")
+    by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
+    for chain in trace.chains:
+        if chain.root == trace.symptom:
+            return
+        sound = all(graph.has_edge(ln.target, ln.source) and any(
+            i in by_id and by_id[i].entity == ln.source for i in ln.evidence) for ln in chain.links)  # fmt: skip
+        if chain.links and sound:
+            return
+    raise InsufficientEvidenceException("no chain from a leading hypothesis to the symptom is a path in the "
+                                        "call graph with evidence on every link")  # fmt: skip
+
+
+async def apply_patch(patch: Patch, trace: Trace, ctx: RepairContext) -> Trace:
+    """Apply a patch, then replay every stage downstream of its own."""
+    patched = await patch.apply(trace, ctx)
+    start = _REPLAY_FROM[patch.stage]
+    return replay(patched, graph=ctx.audit.graph, start=start) if start else patched
+
+
+def critic(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
+           remembered: Sequence[RepairRecord] = ()) -> list[Patch]:  # fmt: skip
+    """K patch candidates for a stage: remembered templates first, then the stage's own order."""
+    violated = {c.name for d in verdict.stages if d.stage == stage for c in d.violations}
+    proposals = _CRITICS[stage](trace, ctx, violated)
+    liked = [r.patch for r in remembered if r.stage == stage]
+    proposals.sort(key=lambda p: liked.index(p.name) if p.name in liked else len(liked))
+    return proposals[:k]
+
+
+def _stage_order(remembered: Sequence[RepairRecord]) -> list[str]:
+    """Causal order, with stages that repaired similar incidents tried first (the prior)."""
+    prior = list(dict.fromkeys(r.stage for r in remembered))
+    return prior + [s for s in STAGES if s not in prior]
+
+
+async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = RepairConfig(),
+                 memory: RepairMemory | None = None) -> RepairResult:  # fmt: skip
+    """Audit, route and repair a trace within the round budget."""
+    first = audit(trace, ctx.audit, config.star)
+    lead = trace.hypotheses[0].service if trace.hypotheses else ""
+    degree = ctx.audit.graph.degree(lead) if lead in ctx.audit.graph else 0
+    pattern = Pattern.of(trace, int(degree))
+    remembered = memory.similar(pattern) if memory is not None else ()
+    current, verdict = trace, first
+    steps: list[RepairStep] = []
+    replays, decisive, rolled_back, escalate = 0, None, False, False
+    for rnd in range(1, config.rounds + 1):
+        route = verdict.route if config.routing else (Route.ACCEPT if verdict.score >= config.tau else Route.SLOW)
+        if route is Route.ACCEPT:
+            break
+        if escalate:  # a fast patch that did not help: the defect is upstream of it
+            route = Route.SLOW
+        try:
+            check_feasible(current, ctx.audit.graph)
+            stages = _stage_order(remembered)
+        except InsufficientEvidenceException:
+            stages, rolled_back = ["evidence_package"], True
+        if route is Route.FAST or not config.counterfactual:
+            blamed = verdict.blamed
+            stage = stages[0] if rolled_back or blamed is None else blamed.stage
+            patch = critic(stage, current, ctx, verdict, 1, remembered)[0]
+            candidate = await apply_patch(patch, current, ctx)
+            replays += 1
+            after = audit(candidate, ctx.audit, config.star)
+            steps.append(RepairStep(rnd, route.value, stage, patch.name, verdict.score, after.score))
+            if after.score > verdict.score:
+                current, verdict, decisive = candidate, after, decisive or stage
+            else:
+                escalate = True
+            continue
+        found = False
+        liked = {(r.stage, r.patch) for r in remembered}
+        for stage in stages:
+            best: tuple[float, Trace, Patch] | None = None
+            for patch in critic(stage, current, ctx, verdict, config.k, remembered):
+                candidate = await apply_patch(patch, current, ctx)
+                replays += 1
+                score = audit(candidate, ctx.audit, config.star).score
+                if best is None or score > best[0]:
+                    best = (score, candidate, patch)
+                if (stage, patch.name) in liked and score - verdict.score >= config.delta:
+                    break  # what repaired similar incidents worked again: no need to try the rest
+            if best is not None and best[0] - verdict.score < config.delta:
+                steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, best[0]))
+            if best is not None and best[0] - verdict.score >= config.delta:
+                after = audit(best[1], ctx.audit, config.star)
+                steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, after.score))
+                current, verdict, decisive, found = best[1], after, decisive or stage, True
+                break
+        if not found:
+            break
+    budget_spent = verdict.score < config.tau and verdict.route is not Route.ACCEPT
+    if budget_spent:
+        current = await apply_patch(Patch("decision_report", "verification_first", dr_patches.verification_first),
+                                    current, ctx)  # fmt: skip
+        verdict = audit(current, ctx.audit, config.star)
+    if memory is not None and decisive is not None and verdict.score - first.score >= config.delta:
+        patch_name = next(s.patch for s in steps if s.stage == decisive)
+        memory.remember(RepairRecord(pattern, decisive, patch_name, round(verdict.score - first.score, 4)))
+    return RepairResult(current, first, verdict, tuple(steps), decisive, replays, budget_spent, rolled_back)

@@ -1,0 +1,106 @@
+import asyncio
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from rca.engines import build_engine
+from rca.sources.datasets import find_cases
+from rca.star.audit import audit
+from rca.star.criteria import AuditContext
+from rca.star.memory import InMemoryRepairMemory, Pattern, RepairRecord
+from rca.star.patches import RepairContext
+from rca.star.recollect import recollector
+from rca.star.repair import InsufficientEvidenceException, RepairConfig, check_feasible, repair
+from rca.trace import Trace, from_json
+from storage.repair_memory import SqliteRepairMemory
+from tests.rca.star.test_audit import _clean
+
+
+@pytest.fixture(scope="module")
+def setup() -> tuple[Trace, RepairContext]:
+    from tests.conftest import NEZHA_SLICE
+
+    (case,) = find_cases(NEZHA_SLICE)
+    doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
+    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
+    ctx = RepairContext(AuditContext(graph, case.incident.sources.modalities()), recollector(case.incident))
+    return from_json(doc), ctx  # type: ignore[arg-type]
+
+
+def _run(trace: Trace, ctx: RepairContext, cfg: RepairConfig, memory=None):  # type: ignore[no-untyped-def]
+    return asyncio.run(repair(trace, ctx, cfg, memory))
+
+
+def test_an_accepted_trace_is_left_untouched(setup: tuple[Trace, RepairContext]) -> None:
+    trace, ctx = setup
+    result = _run(trace, ctx, RepairConfig(tau=0.5, epsilon=0.1))
+    assert result.trace is trace and result.replays == 0 and not result.steps
+
+
+def test_fast_path_patches_the_most_severe_stage_once(setup: tuple[Trace, RepairContext]) -> None:
+    trace, ctx = setup
+    sound = _clean(trace, ctx.audit)
+    check_feasible(sound, ctx.audit.graph)
+    broken = replace(sound, decision=replace(sound.decision, confidence=0.99))
+    verdict = audit(broken, ctx.audit)
+    cfg = RepairConfig(tau=verdict.score + 0.05, epsilon=0.1)
+    result = _run(broken, ctx, cfg)
+    first = result.steps[0]
+    assert first.route == "fast_path" and first.stage == verdict.blamed.stage  # type: ignore[union-attr]
+    assert result.after.score >= result.before.score
+
+
+def test_slow_path_finds_the_decisive_stage_by_replay(setup: tuple[Trace, RepairContext]) -> None:
+    trace, ctx = setup
+    broken = replace(trace, chains=tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links))
+                                         for c in trace.chains))  # fmt: skip
+    result = _run(broken, ctx, RepairConfig(tau=0.99, epsilon=0.01, rounds=1))
+    assert result.steps and result.steps[0].route == "slow_path"
+    assert result.decisive_stage in ("evidence_package", "analysis_structure")
+    assert result.after.score > result.before.score
+
+
+def test_no_sound_chain_rolls_back_to_evidence(setup: tuple[Trace, RepairContext]) -> None:
+    trace, ctx = setup
+    orphan = replace(trace, chains=tuple(replace(c, links=()) for c in trace.chains))
+    with pytest.raises(InsufficientEvidenceException):
+        check_feasible(orphan, ctx.audit.graph)
+    result = _run(orphan, ctx, RepairConfig(tau=0.99, epsilon=0.01, rounds=1))
+    assert result.rolled_back and result.replays >= 1
+    assert {s.stage for s in result.steps} == {"evidence_package"}
+
+
+def test_budget_spent_gives_a_verification_first_report(setup: tuple[Trace, RepairContext]) -> None:
+    trace, ctx = setup
+    result = _run(trace, ctx, RepairConfig(tau=1.01, epsilon=0.0, rounds=1))
+    assert result.verification_first
+    assert result.trace.decision.tests
+
+
+def test_memory_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    record = RepairRecord(Pattern("cpu", "logs+metrics+traces", 2, 3), "analysis_structure", "require_evidence", 0.12)
+    mem = SqliteRepairMemory(path)
+    mem.remember(record)
+    mem.remember(replace(record, pattern=Pattern("exception", "logs", 1, 1)))
+    mem.close()
+    assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+    again = SqliteRepairMemory(path)
+    assert list(again.similar(Pattern("cpu", "logs+metrics+traces", 3, 3))) == [record]
+    assert list(again.similar(Pattern("memory", "metrics", 3, 3))) == []
+    again.close()
+
+
+def test_memory_reduces_replays_on_a_recurring_pattern(setup: tuple[Trace, RepairContext]) -> None:
+    trace, ctx = setup
+    broken = replace(trace, chains=tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links))
+                                         for c in trace.chains))  # fmt: skip
+    cfg = RepairConfig(tau=0.99, epsilon=0.01, rounds=1)
+    memory = InMemoryRepairMemory()
+    first = _run(broken, ctx, cfg, memory)
+    assert memory.records, "a successful repair is remembered"
+    second = _run(broken, ctx, cfg, memory)
+    assert second.decisive_stage == first.decisive_stage
+    assert second.replays < first.replays
