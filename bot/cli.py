@@ -27,6 +27,8 @@ from rca.engines.lats import SearchEngine, diagnosis_of
 from rca.errors import InputError, RcaError
 from rca.evaluation.harness import evaluate
 from rca.evaluation.report import render_costs, render_table, summaries, to_json
+from rca.evaluation.star_eval import evaluate_star
+from rca.evaluation.star_eval import render as render_star
 from rca.evidence.toolbox import Toolbox
 from rca.model import Diagnosis, Incident
 from rca.replay import replay_incident
@@ -72,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", type=Path, dest="json_out", help="write per-case results here")
     ev.add_argument("--match", default="", help="only cases whose id contains this text")
 
+    es = sub.add_parser("eval-star", help="STAR's evaluation: injected reasoning faults, stage localisation")
+    es.add_argument("path", type=Path)
+    es.add_argument("--match", default="", help="only cases whose id contains this text")
+
     au = sub.add_parser("audit", help="audit a four-stage trace (STAR) and print the verdict as JSON")
     au.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
     au.add_argument("--data", type=Path, help="the dataset the trace was read from (for its call graph)")
@@ -116,6 +122,10 @@ async def _run(args: argparse.Namespace) -> int:
         return await _demo()
     if args.command == "audit":
         return await _audit(args)
+    if args.command == "eval-star":
+        cases = [c for c in find_cases(args.path) if args.match in c.id]
+        print(render_star(await evaluate_star(build_engine("lats"), cases, progress=ProgressBar())))
+        return 0
     if args.command == "verify":
         return await _verify(args)
     if args.command == "repair":

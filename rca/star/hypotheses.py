@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 from rca.star.criteria import AuditContext, Criterion
-from rca.trace import Trace
+from rca.trace import Trace, hypothesis_set
 
 STAGE = "hypothesis_set"
 HOST_MARK = "[host]"
 
 
 def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
-    return [grounded(trace), not_collapsed(trace), layer_consistent(trace)]
+    return [grounded(trace), not_collapsed(trace), covers_evidence(trace, ctx), layer_consistent(trace)]
+
+
+def covers_evidence(trace: Trace, ctx: AuditContext) -> Criterion:
+    """The set keeps the explanations its own evidence supports most (none was dropped)."""
+    fresh = hypothesis_set(trace.evidence_package, graph=ctx.graph, symptom=trace.symptom)[:3]
+    if not fresh:
+        return Criterion(STAGE, "covers_evidence", 1.0, 1.0, "the evidence supports no hypothesis")
+    have = {h.service for h in trace.hypotheses}
+    missing = [h.service for h in fresh if h.service not in have]
+    score = 1.0 - len(missing) / len(fresh)
+    why = (f"the evidence supports {', '.join(missing)}, missing from the set" if missing
+           else "the strongest explanations of the evidence are all in the set")  # fmt: skip
+    return Criterion(STAGE, "covers_evidence", score, 1.0, why, tuple(missing))
 
 
 def grounded(trace: Trace) -> Criterion:

@@ -16,10 +16,14 @@ from rca.trace import Trace
 def recollector(incident: Incident) -> Callable[[Trace, tuple[str, ...], float], Awaitable[Trace]]:
     """A recollect function over one incident's sources, for RepairContext."""
 
+    boxes: dict[Window, Toolbox] = {}  # one per window read: its analyses are reused
+
     async def recollect(trace: Trace, entities: tuple[str, ...], widen: float) -> Trace:
         ep = trace.evidence_package
         window = Window(ep.window.start - widen * ep.window.seconds, ep.window.end)
-        box = Toolbox(with_window(incident, window))
+        box = boxes.get(window)
+        if box is None:
+            box = boxes[window] = Toolbox(with_window(incident, window))
         tools = [t for m, t in (("metrics", box.metrics), ("logs", box.logs), ("traces", box.spans))
                  if ep.modalities.get(m, False)]  # fmt: skip
         fresh: list[Evidence] = []

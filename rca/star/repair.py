@@ -5,7 +5,8 @@ replay, commit the patch, remember what worked.
     fast path  tau - epsilon <= S < tau: patch the most severe stage once, replay downstream
     slow path  S < tau - epsilon: for each stage in causal order, the critic's K candidates are
                applied and replayed and the trace re-audited; the decisive stage is the earliest
-               whose best candidate improves S by at least delta
+               whose best candidate improves S by at least delta over both the trace and a
+               control that replays the same downstream stages without the patch
 If the analysis holds no topology-feasible, telemetry-supported chain, InsufficientEvidence
 rolls the repair back to S1. After I rounds without acceptance the report turns
 verification-first.
@@ -88,9 +89,11 @@ def check_feasible(trace: Trace, graph: nx.DiGraph) -> None:
     for chain in trace.chains:
         if chain.root == trace.symptom:
             return
-        sound = all(graph.has_edge(ln.target, ln.source) and any(
-            i in by_id and by_id[i].entity == ln.source for i in ln.evidence) for ln in chain.links)  # fmt: skip
-        if chain.links and sound:
+        # a path of calls from the symptom down to the root, whose first step (out of the
+        # root) is backed by the root's own telemetry
+        feasible = bool(chain.links) and all(graph.has_edge(ln.target, ln.source) for ln in chain.links)
+        first = chain.links[0] if chain.links else None
+        if feasible and first is not None and any(i in by_id and by_id[i].entity == chain.root for i in first.evidence):
             return
     raise InsufficientEvidenceException("no chain from a leading hypothesis to the symptom is a path in the "
                                         "call graph with evidence on every link")  # fmt: skip
@@ -136,8 +139,8 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
             break
         if escalate:  # a fast patch that did not help: the defect is upstream of it
             route = Route.SLOW
-        try:
-            check_feasible(current, ctx.audit.graph)
+        try:  # can the analysis, run afresh on this evidence, find a sound chain at all?
+            check_feasible(replay(current, graph=ctx.audit.graph, start="analysis_structure"), ctx.audit.graph)
             stages = _stage_order(remembered)
         except InsufficientEvidenceException:
             stages, rolled_back = ["evidence_package"], True
@@ -157,6 +160,11 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
         found = False
         liked = {(r.stage, r.patch) for r in remembered}
         for stage in stages:
+            # the control: the downstream stages replayed with this stage left as it is; a
+            # patch counts only for what it adds to that (replay alone repairs nothing here)
+            start = _REPLAY_FROM[stage]
+            control = replay(current, graph=ctx.audit.graph, start=start) if start else current
+            baseline = max(verdict.score, audit(control, ctx.audit, config.star).score)
             best: tuple[float, Trace, Patch] | None = None
             for patch in critic(stage, current, ctx, verdict, config.k, remembered):
                 candidate = await apply_patch(patch, current, ctx)
@@ -164,11 +172,11 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
                 score = audit(candidate, ctx.audit, config.star).score
                 if best is None or score > best[0]:
                     best = (score, candidate, patch)
-                if (stage, patch.name) in liked and score - verdict.score >= config.delta:
+                if (stage, patch.name) in liked and score - baseline >= config.delta:
                     break  # what repaired similar incidents worked again: no need to try the rest
-            if best is not None and best[0] - verdict.score < config.delta:
+            if best is not None and best[0] - baseline < config.delta:
                 steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, best[0]))
-            if best is not None and best[0] - verdict.score >= config.delta:
+            if best is not None and best[0] - baseline >= config.delta:
                 after = audit(best[1], ctx.audit, config.star)
                 steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, after.score))
                 current, verdict, decisive, found = best[1], after, decisive or stage, True

@@ -51,7 +51,7 @@ def test_a_clean_trace_is_accepted_with_no_violation(real: tuple[Trace, AuditCon
 
 @pytest.mark.parametrize(
     "name",
-    ["onset_covered", "modality_fit", "scope_neighbours", "grounded", "not_collapsed", "layer_consistent",
+    ["onset_covered", "modality_fit", "scope_neighbours", "grounded", "not_collapsed", "covers_evidence", "layer_consistent",
      "reachable", "cause_before_effect", "links_supported", "calibrated", "agrees_with_analysis",
      "tests_discriminative"],
 )  # fmt: skip
@@ -96,6 +96,10 @@ def _collapsed(t: Trace, ctx: AuditContext) -> Trace:
     return replace(t, hypotheses=t.hypotheses[:1])
 
 
+def _leader_dropped(t: Trace, ctx: AuditContext) -> Trace:
+    return replace(t, hypotheses=t.hypotheses[1:])
+
+
 def _host_only(t: Trace, ctx: AuditContext) -> Trace:
     ep = t.evidence_package
     cited = set(t.hypotheses[0].evidence)
@@ -138,7 +142,7 @@ def _useless_tests(t: Trace, ctx: AuditContext) -> Trace:
 
 VIOLATIONS = {
     "onset_covered": _onset_at_start, "modality_fit": _drop_modality, "scope_neighbours": _victims_only,
-    "grounded": _ungrounded, "not_collapsed": _collapsed, "layer_consistent": _host_only,
+    "grounded": _ungrounded, "not_collapsed": _collapsed, "covers_evidence": _leader_dropped, "layer_consistent": _host_only,
     "reachable": _unreachable, "cause_before_effect": _reversed, "links_supported": _unsupported,
     "calibrated": _overconfident, "agrees_with_analysis": _contradicting, "tests_discriminative": _useless_tests,
 }  # fmt: skip

@@ -3,6 +3,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 from rca.engines import build_engine
@@ -67,7 +68,11 @@ def test_no_sound_chain_rolls_back_to_evidence(setup: tuple[Trace, RepairContext
     orphan = replace(trace, chains=tuple(replace(c, links=()) for c in trace.chains))
     with pytest.raises(InsufficientEvidenceException):
         check_feasible(orphan, ctx.audit.graph)
-    result = _run(orphan, ctx, RepairConfig(tau=0.99, epsilon=0.01, rounds=1))
+    # a call graph that knows the services but none of their calls: no analysis can chain them
+    isolated = nx.DiGraph()
+    isolated.add_nodes_from(ctx.audit.graph.nodes)
+    blind = replace(ctx, audit=replace(ctx.audit, graph=isolated))
+    result = _run(orphan, blind, RepairConfig(tau=0.99, epsilon=0.01, rounds=1))
     assert result.rolled_back and result.replays >= 1
     assert {s.stage for s in result.steps} == {"evidence_package"}
 
