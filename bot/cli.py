@@ -23,7 +23,7 @@ from bot.terminal import (
     render_verification,
 )
 from rca.engines import Engine, build_engine, engine_names
-from rca.engines.lats import SearchEngine, diagnosis_of
+from rca.engines.lats import VARIANTS, SearchEngine, diagnosis_of
 from rca.errors import InputError, RcaError
 from rca.evaluation.harness import evaluate
 from rca.evaluation.report import render_costs, render_table, summaries, to_json
@@ -71,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("path", type=Path)
     ev.add_argument("--engine", default="lats", help=f"comma-separated: {','.join(engine_names())}")
     ev.add_argument("--ablate", default="", help="comma-separated lats ablations: batching,backprop,reflection")
+    ev.add_argument("--repair", action="store_true", help="also run each search engine followed by STAR's repair")
     ev.add_argument("--json", type=Path, dest="json_out", help="write per-case results here")
     ev.add_argument("--match", default="", help="only cases whose id contains this text")
 
@@ -268,6 +269,8 @@ def _ranking_json(incident: Incident, diagnosis: Diagnosis) -> dict:
 async def _eval(args: argparse.Namespace) -> int:
     engines = [build_engine(n) for n in args.engine.split(",") if n.strip()]
     engines += [build_engine("lats", ablation=a.strip()) for a in args.ablate.split(",") if a.strip()]
+    if args.repair:
+        engines += [build_engine(n, repair=True) for n in args.engine.split(",") if n.strip() in VARIANTS]
     cases = [c for c in find_cases(args.path) if args.match in c.id]
     results = await evaluate(engines, cases, progress=ProgressBar())
     print(render_table(summaries(results)))

@@ -20,12 +20,18 @@ def engine_names() -> tuple[str, ...]:
     return ("lats", "linear", "linear-multi", "baro")
 
 
-def build_engine(name: str, *, ablation: str = "") -> Engine:
-    """An engine by its command-line name, optionally with one ablation (`lats` only)."""
+def build_engine(name: str, *, ablation: str = "", repair: bool = False) -> Engine:
+    """An engine by its command-line name, optionally with one ablation (`lats` only) or
+    followed by STAR's audit and repair (the search engines)."""
     from rca.engines.baro import BaroEngine
     from rca.engines.lats import ABLATIONS, VARIANTS, SearchEngine, Variant, ablate
+    from rca.engines.star import StarEngine
 
     key = name.strip().lower()
+    if repair and key in VARIANTS:
+        base = build_engine(key, ablation=ablation)
+        assert isinstance(base, SearchEngine)
+        return StarEngine(base)
     if key == "baro" and not ablation:
         return BaroEngine()
     if key in VARIANTS:
