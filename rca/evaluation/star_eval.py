@@ -110,7 +110,7 @@ async def evaluate_star(
             predicted["star_no_counterfactual"] = (await repair(bad, ctx, RepairConfig(
                 tau=cfg.tau, epsilon=cfg.epsilon, counterfactual=False))).decisive_stage  # fmt: skip
             corrected = star.after.score >= good_score - CORRECTED_WITHIN
-            committed = sum(1 for step in star.steps if step.after > step.before)  # patch + replay rounds
+            committed = sum(1 for step in star.steps if step.committed)  # patch-and-replay rounds kept
             report.injected.append(InjectedResult(case.id, case.label.fault_type.value, inj.name, inj.stage,
                                                   predicted, committed, corrected))  # fmt: skip
         if progress is not None:
@@ -131,10 +131,10 @@ def render(report: StarReport) -> str:
     out.append("Repairs (RQ3): injected traces back within 0.02 of the good trace's S")
     buckets: dict[str, int] = defaultdict(int)
     for r in report.injected:
-        key = "unresolved" if not r.corrected else f"{r.replays} replay(s)" if r.replays < 4 else ">3 replays"
+        key = "unresolved" if not r.corrected else f"{min(r.replays, 3)} replay(s)"
         buckets[key] += 1
     total = len(report.injected) or 1
-    for key in ("0 replay(s)", "1 replay(s)", "2 replay(s)", "3 replay(s)", ">3 replays", "unresolved"):
+    for key in ("0 replay(s)", "1 replay(s)", "2 replay(s)", "3 replay(s)", "unresolved"):
         out.append(f"  {key:<14} {buckets[key]:>5}  {buckets[key] / total:6.1%}")
     within_two = sum(buckets[k] for k in ("0 replay(s)", "1 replay(s)", "2 replay(s)"))
     out.append(f"  repaired within two replays: {within_two / total:.1%} of {len(report.injected)} injected faults")

@@ -57,6 +57,7 @@ class RepairStep:
     patch: str
     before: float
     after: float
+    committed: bool = True  # False: the best candidate, tried and not kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,8 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
             candidate = await apply_patch(patch, current, ctx)
             replays += 1
             after = audit(candidate, ctx.audit, config.star)
-            steps.append(RepairStep(rnd, route.value, stage, patch.name, verdict.score, after.score))
+            steps.append(RepairStep(rnd, route.value, stage, patch.name, verdict.score, after.score,
+                                    after.score > verdict.score))  # fmt: skip
             if after.score > verdict.score:
                 current, verdict, decisive = candidate, after, decisive or stage
             else:
@@ -175,7 +177,7 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
                 if (stage, patch.name) in liked and score - baseline >= config.delta:
                     break  # what repaired similar incidents worked again: no need to try the rest
             if best is not None and best[0] - baseline < config.delta:
-                steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, best[0]))
+                steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, best[0], False))
             if best is not None and best[0] - baseline >= config.delta:
                 after = audit(best[1], ctx.audit, config.star)
                 steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, after.score))
@@ -189,6 +191,6 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
                                     current, ctx)  # fmt: skip
         verdict = audit(current, ctx.audit, config.star)
     if memory is not None and decisive is not None and verdict.score - first.score >= config.delta:
-        patch_name = next(s.patch for s in steps if s.stage == decisive)
+        patch_name = next(s.patch for s in steps if s.stage == decisive and s.committed)
         memory.remember(RepairRecord(pattern, decisive, patch_name, round(verdict.score - first.score, 4)))
     return RepairResult(current, first, verdict, tuple(steps), decisive, replays, budget_spent, rolled_back)
