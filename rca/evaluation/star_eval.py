@@ -23,6 +23,7 @@ from rca.trace import STAGES, Trace, from_json
 METHODS = ("star", "all_at_once", "step_by_step", "binary_search", "hybrid", "star_no_routing",
            "star_no_counterfactual")  # fmt: skip
 CORRECTED_WITHIN = 0.02  # a repaired trace scores within this of the good trace's S
+NEAR_MISS = 0.01  # epsilon: an injected trace this close to the good one takes the fast path
 
 
 def all_at_once(v: Audit) -> str | None:
@@ -102,7 +103,7 @@ async def evaluate_star(
             if verdict.score >= good_score - 1e-9:
                 continue  # the injection changed nothing an audit could see
             predicted: dict[str, str | None] = {name: fn(verdict) for name, fn in BASELINES.items()}
-            cfg = RepairConfig(tau=good_score - 1e-6, epsilon=0.05)
+            cfg = RepairConfig(tau=good_score - 1e-6, epsilon=NEAR_MISS)
             star = await repair(bad, ctx, cfg)
             predicted["star"] = star.decisive_stage
             predicted["star_no_routing"] = (await repair(bad, ctx, RepairConfig(tau=cfg.tau, epsilon=cfg.epsilon,

@@ -6,7 +6,8 @@ replay, commit the patch, remember what worked.
     slow path  S < tau - epsilon: for each stage in causal order, the critic's K candidates are
                applied and replayed and the trace re-audited; the decisive stage is the earliest
                whose best candidate improves S by at least delta over both the trace and a
-               control that replays the same downstream stages without the patch
+               control that replays the same downstream stages without the patch (a stage
+               whose control alone repairs the trace is passed over: the defect is downstream)
 If the analysis holds no topology-feasible, telemetry-supported chain, InsufficientEvidence
 rolls the repair back to S1. After I rounds without acceptance the report turns
 verification-first.
@@ -117,6 +118,13 @@ def critic(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
     return proposals[:k]
 
 
+def _constant(trace: Trace):  # type: ignore[no-untyped-def]
+    async def regenerate(_: Trace, __: RepairContext) -> Trace:
+        return trace
+
+    return regenerate
+
+
 def _stage_order(remembered: Sequence[RepairRecord]) -> list[str]:
     """Causal order, with stages that repaired similar incidents tried first (the prior)."""
     prior = list(dict.fromkeys(r.stage for r in remembered))
@@ -161,24 +169,35 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
             continue
         found = False
         liked = {(r.stage, r.patch) for r in remembered}
+        # significant: delta, or half of what separates the trace from acceptance if that is less
+        need = max(1e-6, min(config.delta, 0.5 * (config.tau - verdict.score)))
+        previous: Trace | None = None  # the last control that helped: this stage re-run from upstream
         for stage in stages:
             # the control: the downstream stages replayed with this stage left as it is; a
             # patch counts only for what it adds to that (replay alone repairs nothing here)
             start = _REPLAY_FROM[stage]
             control = replay(current, graph=ctx.audit.graph, start=start) if start else current
-            baseline = max(verdict.score, audit(control, ctx.audit, config.star).score)
+            control_score = audit(control, ctx.audit, config.star).score
+            replays += 1 if start else 0
+            if control_score > verdict.score + 1e-9 and not rolled_back:
+                previous = control  # replaying what follows this stage helps: the defect lies there
+                continue
+            baseline = max(verdict.score, control_score)
             best: tuple[float, Trace, Patch] | None = None
-            for patch in critic(stage, current, ctx, verdict, config.k, remembered):
+            proposals = critic(stage, current, ctx, verdict, config.k, remembered)
+            if previous is not None:  # re-running this stage from its inputs is a candidate too
+                proposals.insert(0, Patch(stage, "regenerate", _constant(previous)))
+            for patch in proposals:
                 candidate = await apply_patch(patch, current, ctx)
                 replays += 1
                 score = audit(candidate, ctx.audit, config.star).score
                 if best is None or score > best[0]:
                     best = (score, candidate, patch)
-                if (stage, patch.name) in liked and score - baseline >= config.delta:
+                if (stage, patch.name) in liked and score - baseline >= need:
                     break  # what repaired similar incidents worked again: no need to try the rest
-            if best is not None and best[0] - baseline < config.delta:
+            if best is not None and best[0] - baseline < need:
                 steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, best[0], False))
-            if best is not None and best[0] - baseline >= config.delta:
+            if best is not None and best[0] - baseline >= need:
                 after = audit(best[1], ctx.audit, config.star)
                 steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, after.score))
                 current, verdict, decisive, found = best[1], after, decisive or stage, True
