@@ -15,6 +15,7 @@ from rca.evaluation.faults import INJECTIONS
 from rca.model import IncidentCase
 from rca.star.audit import Audit, audit
 from rca.star.criteria import AuditContext
+from rca.star.memory import InMemoryRepairMemory
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, repair
@@ -66,6 +67,8 @@ class InjectedResult:
     predicted: dict[str, str | None]
     replays: int  # patch-and-replay rounds that changed the trace
     corrected: bool
+    evaluations: int = 0  # candidate replays STAR ran, without repair memory
+    evaluations_with_memory: int = 0  # the same, with the memory of earlier cases
 
 
 @dataclass(slots=True)
@@ -83,6 +86,7 @@ async def evaluate_star(
     engine: Engine, cases: Sequence[IncidentCase], *, progress: Callable[[int, int, str], None] | None = None
 ) -> StarReport:
     report = StarReport()
+    memory = InMemoryRepairMemory()  # fills as the run goes: later cases recall earlier repairs
     for n, case in enumerate(cases, start=1):
         incident = case.incident
         doc = (await engine.investigate(incident)).trace
@@ -112,8 +116,10 @@ async def evaluate_star(
                 tau=cfg.tau, epsilon=cfg.epsilon, counterfactual=False))).decisive_stage  # fmt: skip
             corrected = star.after.score >= good_score - CORRECTED_WITHIN
             committed = sum(1 for step in star.steps if step.committed)  # patch-and-replay rounds kept
+            recalled = await repair(bad, ctx, cfg, memory)
             report.injected.append(InjectedResult(case.id, case.label.fault_type.value, inj.name, inj.stage,
-                                                  predicted, committed, corrected))  # fmt: skip
+                                                  predicted, committed, corrected, star.replays,
+                                                  recalled.replays))  # fmt: skip
         if progress is not None:
             progress(n, len(cases), case.id)
     return report
@@ -139,6 +145,15 @@ def render(report: StarReport) -> str:
         out.append(f"  {key:<14} {buckets[key]:>5}  {buckets[key] / total:6.1%}")
     within_two = sum(buckets[k] for k in ("0 replay(s)", "1 replay(s)", "2 replay(s)"))
     out.append(f"  repaired within two replays: {within_two / total:.1%} of {len(report.injected)} injected faults")
+    out.append("")
+    out.append("Repair memory: candidate replays per injected fault, same faults, same order")
+    rows = report.injected
+    if rows:
+        half = len(rows) // 2
+        for label, sel in (("all", rows), ("second half of the run", rows[half:])):
+            plain = sum(r.evaluations for r in sel) / len(sel)
+            recalled = sum(r.evaluations_with_memory for r in sel) / len(sel)
+            out.append(f"  {label:<24} without memory {plain:5.2f}   with memory {recalled:5.2f}")
     out.append("")
     out.append("AC@k before and after STAR repair (RQ1)")
     n = len(report.rq1) or 1
