@@ -7,7 +7,7 @@ proposes the operators that apply to the stage's current violations, most promis
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from rca.star.criteria import AuditContext
@@ -30,3 +30,11 @@ class RepairContext:
     audit: AuditContext
     recollect: Callable[[Trace, tuple[str, ...], float], Awaitable[Trace]] | None = None
     # recollect(trace, entities, widen_share): a new evidence package from the telemetry
+
+
+def by_violation(stage: str, table: Mapping[str, tuple[str, PatchFn]], violated: set[str]) -> list[Patch]:
+    """A stage critic from a table criterion -> operator: the operators for the violated
+    criteria first (in the table's order), then the rest."""
+    first = [Patch(stage, *op) for crit, op in table.items() if crit in violated]
+    rest = [Patch(stage, *op) for crit, op in table.items() if crit not in violated]
+    return first + rest

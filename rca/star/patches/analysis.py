@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rca.star.analysis import ONSET_TOLERANCE
-from rca.star.patches import Patch, RepairContext
+from rca.star.patches import Patch, RepairContext, by_violation
 from rca.trace import Trace, analysis_structure
 
 STAGE = "analysis_structure"
@@ -40,6 +40,4 @@ async def require_evidence(trace: Trace, ctx: RepairContext) -> Trace:
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
     table = {"reachable": ("prune_unreachable", prune_unreachable), "cause_before_effect": ("restore_order", restore_order),
              "links_supported": ("require_evidence", require_evidence)}  # fmt: skip
-    first = [Patch(STAGE, *table[v]) for v in ("reachable", "cause_before_effect", "links_supported") if v in violated]
-    rest = [Patch(STAGE, n, f) for n, f in table.values() if all(p.name != n for p in first)]
-    return first + rest
+    return by_violation(STAGE, table, violated)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rca.hypotheses import Hypothesis, HypothesisId
-from rca.star.patches import Patch, RepairContext
+from rca.star.patches import Patch, RepairContext, by_violation
 from rca.trace import Trace, hypothesis_set
 
 STAGE = "hypothesis_set"
@@ -52,6 +52,4 @@ async def separate_layers(trace: Trace, ctx: RepairContext) -> Trace:
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
     table = {"grounded": ("bind_evidence", bind_evidence), "not_collapsed": ("add_counter_hypotheses", add_counter_hypotheses),
              "layer_consistent": ("separate_layers", separate_layers)}  # fmt: skip
-    first = [Patch(STAGE, *table[v]) for v in ("grounded", "not_collapsed", "layer_consistent") if v in violated]
-    rest = [Patch(STAGE, n, f) for n, f in table.values() if all(p.name != n for p in first)]
-    return first + rest
+    return by_violation(STAGE, table, violated)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rca.star.patches import Patch, RepairContext
+from rca.star.patches import Patch, RepairContext, by_violation
 from rca.star.report import sufficiency
 from rca.trace import Trace, decision_report
 
@@ -36,6 +36,4 @@ async def match_mechanism(trace: Trace, ctx: RepairContext) -> Trace:
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
     table = {"calibrated": ("calibrate", calibrate), "agrees_with_analysis": ("match_mechanism", match_mechanism),
              "tests_discriminative": ("verification_first", verification_first)}  # fmt: skip
-    first = [Patch(STAGE, *table[v]) for v in ("calibrated", "agrees_with_analysis", "tests_discriminative") if v in violated]
-    rest = [Patch(STAGE, n, f) for n, f in table.values() if all(p.name != n for p in first)]
-    return first + rest
+    return by_violation(STAGE, table, violated)
