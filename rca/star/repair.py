@@ -39,7 +39,7 @@ class InsufficientEvidenceException(RcaError):
 class RepairConfig:
     tau: float = 0.8
     epsilon: float = 0.1
-    k: int = 3  # candidates per stage critic
+    k: int = 4  # candidates per stage critic
     delta: float = 0.02  # the improvement that makes a stage decisive
     rounds: int = 3  # I
     routing: bool = True  # ablation: without it every trace takes the slow path

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from rca.star.criteria import neighbours
 from rca.star.patches import Patch, RepairContext
-from rca.trace import Trace
+from rca.trace import Trace, hypothesis_set
 
 STAGE = "evidence_package"
 
@@ -24,11 +24,19 @@ async def widen_window(trace: Trace, ctx: RepairContext) -> Trace:
 
 
 async def expand_neighbours(trace: Trace, ctx: RepairContext) -> Trace:
-    """Read the callers and callees of the leading suspects too."""
+    """Read the callers and callees of the leading suspects too, until the leaders' whole
+    neighbourhood is in scope (new evidence can bring new leaders; at most three rounds)."""
     if ctx.recollect is None:
         return trace
-    hood = {n for s in _suspects(trace) for n in neighbours(ctx.audit.graph, s)}
-    return await ctx.recollect(trace, tuple(sorted(set(trace.evidence_package.scope) | hood)), 0.0)
+    for _ in range(3):
+        leaders = [h.service for h in hypothesis_set(trace.evidence_package, graph=ctx.audit.graph,
+                                                     symptom=trace.symptom)[:3]]  # fmt: skip
+        hood = {n for s in leaders for n in neighbours(ctx.audit.graph, s)} | set(leaders)
+        missing = hood - set(trace.evidence_package.scope)
+        if not missing:
+            break
+        trace = await ctx.recollect(trace, tuple(sorted(set(trace.evidence_package.scope) | hood)), 0.0)
+    return trace
 
 
 async def rebalance_modalities(trace: Trace, ctx: RepairContext) -> Trace:
