@@ -23,7 +23,7 @@ from rca.search.actions import Action, AgentKind, Tool
 from rca.search.config import SearchConfig
 from rca.search.events import ActionTaken, Event, EvidenceFound, HypothesesRanked, IterationStarted
 from rca.search.state import DiagnosticState, Step
-from rca.search.tree import Node, Reflection, backpropagate, select, uct
+from rca.search.tree import Node, Reflection, backpropagate, best_node, select, uct
 
 
 @dataclass(slots=True)
@@ -38,7 +38,7 @@ class Shared:
     window: Window
     tools: tuple[Tool, ...]
     registry: dict[EvidenceId, Evidence]
-    node_ids: Iterator
+    node_ids: itertools.count[int]
     hypotheses_cache: dict[frozenset[EvidenceId], tuple[Hypothesis, ...]]
     seen_hypotheses: set[tuple[str, str]]
 
@@ -54,9 +54,6 @@ class Shared:
             self.hypotheses_cache[ids] = cached
             self.seen_hypotheses.update((h.service, h.fault_type.value) for h in cached[:5])
         return cached
-
-
-Iterator = itertools.count
 
 
 def _id_order(i: str) -> int:
@@ -99,8 +96,6 @@ class AgentSearch:
 
     def best_state(self) -> DiagnosticState:
         """The state of the most valuable visited node."""
-        from rca.search.tree import best_node
-
         return self.state_of(best_node(self.root))
 
     async def iterate(self) -> AsyncIterator[Event]:
