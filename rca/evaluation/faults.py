@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from rca.evidence import EvidenceId
-from rca.star.criteria import neighbours
 from rca.star.patches import RepairContext
+from rca.topology import neighbours
 from rca.trace import Link, Trace, VerificationTest, replay
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -109,9 +109,3 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
                                  expected / c_min, base[key] == 0 and observed > 0, score, first))  # fmt: skip
     return sorted(out, key=lambda s: -abs(s.score))
 
-
-def service_log_volume(records: Sequence[LogRecord]) -> dict[str, int]:
-    counts: dict[str, int] = defaultdict(int)
-    for r in records:
-        counts[r.entity] += 1
-    return dict(counts)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rca.model import Series, Window
+from rca.model import Series
 from rca.signals import Signal, signal_of
 
 # A deviation within this share of the median is treated as measurement noise.
@@ -98,7 +98,3 @@ def metric_shifts(
     ]
     return sorted(out, key=lambda m: -m.score)
 
-
-def window_points(window: Window, series: Sequence[Series]) -> int:
-    """How many points the series hold inside the window, at most."""
-    return max((len(s.between(window)) for s in series), default=0)

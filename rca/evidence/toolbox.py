@@ -20,7 +20,7 @@ from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.logs import TemplateShift, mine, new_miner, template_shifts
 from rca.evidence.metrics import MetricShift, metric_shifts
 from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
-from rca.model import Incident, Modality, Severity, Window
+from rca.model import Incident, Modality, Severity
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
@@ -280,21 +280,5 @@ class Toolbox:
         leads = tuple(h.service for h in ranked[:top])
         return ToolResult("scan", modality, query, (), "ok" if leads else "no_data", leads)
 
-    async def all_evidence(self, entities: tuple[str, ...] | None = None) -> list[Evidence]:
-        """Every tool on every entity: what an exhaustive scan finds."""
-        names = entities or await self.entities()
-        out: list[Evidence] = []
-        for e in names:
-            for tool in (self.metrics, self.logs, self.spans):
-                out.extend((await tool(e)).evidence)
-        return out
-
-    def window(self) -> Window:
-        return self.incident.window
 
 
-def per_entity(evidence: list[Evidence]) -> dict[str, list[Evidence]]:
-    grouped: dict[str, list[Evidence]] = defaultdict(list)
-    for ev in evidence:
-        grouped[ev.entity].append(ev)
-    return grouped

@@ -8,14 +8,13 @@ into and out of that service, while its own work stays the same.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from rca.model import Span, SpanStatus
+from rca.model import Span
 
 MIN_SAMPLES = 3
 
@@ -115,34 +114,3 @@ def latency_shifts(normal: Sequence[Timing], now: Sequence[Timing]) -> list[Late
         cur[t.subject].append(t)
     out = [s for subj, items in cur.items() if (s := shift(subj, ref.get(subj, []), items))]
     return sorted(out, key=lambda s: -s.score)
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorShift:
-    entity: str
-    normal_rate: float
-    now_rate: float
-    errors: int
-    score: float
-
-
-def error_shifts(normal: Sequence[Span], now: Sequence[Span]) -> list[ErrorShift]:
-    """Per service, the share of its spans marked as errors, now against normal."""
-
-    def rates(spans: Sequence[Span]) -> dict[str, tuple[int, int]]:
-        acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for s in spans:
-            acc[s.entity][0] += s.status is SpanStatus.ERROR
-            acc[s.entity][1] += 1
-        return {k: (v[0], v[1]) for k, v in acc.items()}
-
-    ref, cur = rates(normal), rates(now)
-    out = []
-    for entity, (err, total) in cur.items():
-        if err == 0:
-            continue
-        n_err, n_total = ref.get(entity, (0, 0))
-        expected = (n_err + 0.5) / (n_total + 1.0) * total
-        score = (err - expected) / math.sqrt(expected + 1.0)
-        out.append(ErrorShift(entity, n_err / max(n_total, 1), err / total, err, score))
-    return sorted(out, key=lambda e: -e.score)

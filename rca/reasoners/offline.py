@@ -20,6 +20,7 @@ from rca.hypotheses import saturate
 from rca.reasoners import Usage
 from rca.search.actions import AGENT_TOOLS, Action, AgentKind, Tool
 from rca.search.state import Decision, DiagnosticState, Reflection, Step
+from rca.topology import neighbours
 
 _MAIN_TOOL = {AgentKind.METRIC: Tool.METRICS, AgentKind.LOG: Tool.LOGS, AgentKind.TRACE: Tool.SPANS}
 _SCAN_TARGET = {AgentKind.METRIC: "metrics", AgentKind.LOG: "logs", AgentKind.TRACE: "traces"}
@@ -46,7 +47,7 @@ class OfflineReasoner:
         main = _MAIN_TOOL[state.agent]
         lead_rank = {e: i for i, e in enumerate(state.leads)}
         anomalous = {h.service for h in state.hypotheses[:5]}
-        near_top = _neighbours(state.graph, anomalous)
+        near_top = neighbours(state.graph, anomalous)
         for target in sorted(state.scope | set(state.leads)):
             action = Action(main, target)
             if main not in tools or action.signature in state.tried:
@@ -60,7 +61,7 @@ class OfflineReasoner:
             out[action] = p
         for h in state.hypotheses[:3]:
             action = Action(Tool.NEIGHBOURS, h.service)
-            fresh = _neighbours(state.graph, {h.service}) - state.scope
+            fresh = neighbours(state.graph, h.service) - state.scope
             if Tool.NEIGHBOURS in tools and fresh and action.signature not in state.tried:
                 out[action] = 0.3 + 0.5 * h.value
         onsets = Action(Tool.ONSETS, "scope")
@@ -97,15 +98,6 @@ class OfflineReasoner:
         return decide(state.hypotheses, symptom=state.symptom)
 
 
-def _neighbours(graph: nx.DiGraph, entities: set[str]) -> set[str]:
-    out: set[str] = set()
-    for e in entities:
-        if e in graph:
-            out.update(graph.successors(e))
-            out.update(graph.predecessors(e))
-    return out
-
-
 def _evidence_quality(step: Step) -> float:
     if step.status == "unavailable":
         return 0.0
@@ -124,7 +116,7 @@ def completeness(state: DiagnosticState) -> float:
     score = 0.3 if any(e.kind in _LOCALISED or e.signal.value in ("cpu", "memory") for e in own) else 0.1
     modalities = {e.modality for e in own}
     score += 0.2 * min(1.0, len(modalities) / 2)
-    hood = _neighbours(state.graph, {top.service})
+    hood = neighbours(state.graph, top.service)
     score += 0.2 * (len(hood & state.scope) / len(hood) if hood else 1.0)
     score += 0.15 if f"{_MAIN_TOOL[state.agent]}:{state.symptom}" in state.tried or not state.symptom else 0.0
     second = state.hypotheses[1].value if len(state.hypotheses) > 1 else 0.0

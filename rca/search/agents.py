@@ -24,6 +24,7 @@ from rca.search.config import SearchConfig
 from rca.search.events import ActionTaken, Event, EvidenceFound, HypothesesRanked, IterationStarted
 from rca.search.state import DiagnosticState, Step
 from rca.search.tree import Node, Reflection, backpropagate, best_node, select, uct
+from rca.topology import neighbours
 
 
 @dataclass(slots=True)
@@ -158,7 +159,7 @@ class AgentSearch:
             result = await box.scan(action.target)
             self.scanned = tuple(dict.fromkeys(self.scanned + result.leads))
         elif action.tool is Tool.NEIGHBOURS:
-            hood = _hood(self.shared.graph, action.target)
+            hood = neighbours(self.shared.graph, action.target)
             result = ToolResult("neighbours", action.target, f"graph neighbours of {action.target}", (), "ok", tuple(sorted(hood)))
         else:
             result = ToolResult("onsets", "scope", "order anomalous entities by onset", (), "ok", _by_onset(state))
@@ -179,12 +180,6 @@ class AgentSearch:
             next(self.shared.node_ids), action, node, frozenset(ev.id for ev in result.evidence),
             frozenset(scope), leads, depth=node.depth + 1,
         )
-
-
-def _hood(graph: nx.DiGraph, entity: str) -> set[str]:
-    if entity not in graph:
-        return set()
-    return set(graph.successors(entity)) | set(graph.predecessors(entity))
 
 
 def _by_onset(state: DiagnosticState) -> tuple[str, ...]:

@@ -25,7 +25,3 @@ class SearchConfig:
     backprop: bool = True  # ablation switch
     reflection: bool = True  # ablation switch
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
-
-    @property
-    def batch(self) -> int:
-        return self.n_candidates

@@ -102,11 +102,3 @@ def best_node(root: Node) -> Node:
         stack.extend(n.children)
     return best
 
-
-def count_nodes(root: Node) -> int:
-    total, stack = 0, [root]
-    while stack:
-        n = stack.pop()
-        total += 1
-        stack.extend(n.children)
-    return total

@@ -21,14 +21,6 @@ def is_csv(path: Path) -> bool:
     return path.name.endswith(_CSV_SUFFIXES)
 
 
-def csv_stem(path: Path) -> str:
-    """The file name without `.csv` or `.csv.gz`."""
-    name = path.name
-    for suffix in _CSV_SUFFIXES[::-1]:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return path.stem
-
 
 def csv_files(folder: Path) -> list[Path]:
     """CSV files (plain or gzip) directly in a folder, sorted by name."""

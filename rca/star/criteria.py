@@ -63,11 +63,5 @@ MECHANISM_TOOLS: dict[FaultType, tuple[str, ...]] = {
 }
 
 
-def neighbours(graph: nx.DiGraph, entity: str) -> set[str]:
-    if entity not in graph:
-        return set()
-    return set(graph.successors(entity)) | set(graph.predecessors(entity))
-
-
 def leading(trace: Trace, k: int = 3) -> list:
     return list(trace.hypotheses[:k])

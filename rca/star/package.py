@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rca.model import FaultType
-from rca.star.criteria import MECHANISM_MODALITIES, AuditContext, Criterion, leading, neighbours
+from rca.star.criteria import MECHANISM_MODALITIES, AuditContext, Criterion, leading
+from rca.topology import neighbours
 from rca.trace import Trace
 
 STAGE = "evidence_package"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rca.star.criteria import neighbours
 from rca.star.patches import Patch, RepairContext
+from rca.topology import neighbours
 from rca.trace import Trace, hypothesis_set
 
 STAGE = "evidence_package"
