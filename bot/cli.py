@@ -8,13 +8,17 @@ import json
 import logging
 import sys
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import networkx as nx
 
+from bot.app import serve
+from bot.config import read_settings
+from bot.console import PROMPT, Console
+from bot.desk import Desk
+from bot.telemetry import ReplayTelemetry, embedded_data
 from bot.terminal import (
     ProgressBar,
     render_audit,
@@ -44,6 +48,7 @@ from rca.timestamps import parse_timestamp
 from rca.trace import Trace, from_json
 from rca.trace import to_json as trace_json
 from rca.windows import parse_window
+from storage.investigations import Store
 from storage.repair_memory import SqliteRepairMemory
 
 log = logging.getLogger("rcabot")
@@ -96,6 +101,13 @@ def _parser() -> argparse.ArgumentParser:
     ve.add_argument("--json", action="store_true", help="print the run as JSON")
 
     sub.add_parser("demo", help="investigate the embedded TrainTicket incident, offline")
+
+    sub.add_parser("serve", help="run the Slack app (settings from the environment, see .env.example)")
+
+    co = sub.add_parser("console", help="the Slack experience in a terminal: /rca, repair, verify, questions")
+    co.add_argument("--data", type=Path, help="a recorded dataset to replay (default: RCABOT_DATA or the embedded incident)")
+    co.add_argument("--at", help="'now' inside the recorded data (default: RCABOT_NOW or its end)")
+    co.add_argument("--db", type=Path, help="the SQLite record (default: RCABOT_DB or rcabot.db)")
     return p
 
 
@@ -131,6 +143,11 @@ async def _run(args: argparse.Namespace) -> int:
         return await _verify(args)
     if args.command == "repair":
         return await _repair(args)
+    if args.command == "serve":
+        await serve(read_settings())
+        return 0
+    if args.command == "console":
+        return await _console(args)
     raise AssertionError(args.command)
 
 
@@ -282,13 +299,8 @@ async def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def demo_data() -> Path:
-    """The embedded slice of one TrainTicket incident."""
-    return Path(str(resources.files("bot") / "demo"))
-
-
 async def _demo() -> int:
-    cases = find_cases(demo_data())
+    cases = find_cases(embedded_data())
     case = cases[0]
     print(f"Investigating the embedded incident {case.id} (TrainTicket, Nezha's data, MIT licence)")
     incident = case.incident
@@ -298,6 +310,30 @@ async def _demo() -> int:
         print()
         print(render_audit(await _audit_incident(incident, diagnosis.trace)))
     print(f"\nInjected fault (kept from the engine): {case.label.service}, {case.label.fault_type}")
+    return 0
+
+
+async def _console(args: argparse.Namespace) -> int:
+    settings = read_settings()
+    data = args.data or settings.data or embedded_data()
+    now = parse_timestamp(args.at) if args.at else settings.now
+    store = Store(args.db or settings.db)
+    memory = SqliteRepairMemory(args.db or settings.db)
+    desk = Desk(telemetry=ReplayTelemetry(data, now=now), store=store, memory=memory, engine=settings.engine,
+                workers=settings.workers)  # fmt: skip
+
+    async def read() -> str | None:
+        try:
+            return await asyncio.to_thread(input, PROMPT)
+        except EOFError:
+            return None
+
+    try:
+        await Console(desk, read=read, write=print).run()
+    finally:
+        desk.close()
+        store.close()
+        memory.close()
     return 0
 
 

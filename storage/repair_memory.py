@@ -55,4 +55,5 @@ class SqliteRepairMemory:
         return records[:limit]
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:  # not while another thread is inside a query
+            self._db.close()

@@ -15,7 +15,7 @@ verification-first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -132,8 +132,9 @@ def _stage_order(remembered: Sequence[RepairRecord]) -> list[str]:
 
 
 async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = RepairConfig(),
-                 memory: RepairMemory | None = None) -> RepairResult:  # fmt: skip
-    """Audit, route and repair a trace within the round budget."""
+                 memory: RepairMemory | None = None, *,
+                 progress: Callable[[RepairStep], None] | None = None) -> RepairResult:  # fmt: skip
+    """Audit, route and repair a trace within the round budget; `progress` sees each step."""
     first = audit(trace, ctx.audit, config.star)
     lead = trace.hypotheses[0].service if trace.hypotheses else ""
     degree = ctx.audit.graph.degree(lead) if lead in ctx.audit.graph else 0
@@ -141,6 +142,12 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
     remembered = memory.similar(pattern) if memory is not None else ()
     current, verdict = trace, first
     steps: list[RepairStep] = []
+
+    def record(step: RepairStep) -> None:
+        steps.append(step)
+        if progress is not None:
+            progress(step)
+
     replays, decisive, rolled_back, escalate = 0, None, False, False
     for rnd in range(1, config.rounds + 1):
         route = verdict.route if config.routing else (Route.ACCEPT if verdict.score >= config.tau else Route.SLOW)
@@ -160,7 +167,7 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
             candidate = await apply_patch(patch, current, ctx)
             replays += 1
             after = audit(candidate, ctx.audit, config.star)
-            steps.append(RepairStep(rnd, route.value, stage, patch.name, verdict.score, after.score,
+            record(RepairStep(rnd, route.value, stage, patch.name, verdict.score, after.score,
                                     after.score > verdict.score))  # fmt: skip
             if after.score > verdict.score:
                 current, verdict, decisive = candidate, after, decisive or stage
@@ -196,10 +203,10 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
                 if (stage, patch.name) in liked and score - baseline >= need:
                     break  # what repaired similar incidents worked again: no need to try the rest
             if best is not None and best[0] - baseline < need:
-                steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, best[0], False))
+                record(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, best[0], False))
             if best is not None and best[0] - baseline >= need:
                 after = audit(best[1], ctx.audit, config.star)
-                steps.append(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, after.score))
+                record(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, after.score))
                 current, verdict, decisive, found = best[1], after, decisive or stage, True
                 break
         if not found:

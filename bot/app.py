@@ -1,0 +1,130 @@
+"""The slack-bolt AsyncApp: wiring, the once-only delivery guard, the error handler, and
+`rcabot serve` (Socket Mode with SLACK_APP_TOKEN, else HTTP on PORT at /slack/events)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.response import BoltResponse
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import scheduler
+from bot.config import Settings, require_slack
+from bot.desk import Desk
+from bot.front import SlackFront
+from bot.telemetry import ReplayTelemetry, Telemetry, embedded_data
+from handlers import actions, commands, events
+from storage.investigations import Store
+from storage.repair_memory import SqliteRepairMemory
+
+log = logging.getLogger("rcabot")
+EVENTS_PATH = "/slack/events"
+
+
+@dataclass
+class Bot:
+    """Everything `rcabot serve` runs, so tests and benchmarks can start the same thing."""
+
+    app: AsyncApp
+    front: SlackFront
+    desk: Desk
+    store: Store
+    memory: SqliteRepairMemory
+
+    def close(self) -> None:
+        self.desk.close()
+        self.store.close()
+        self.memory.close()
+
+
+def web_client(settings: Settings) -> AsyncWebClient:
+    client = AsyncWebClient(token=settings.bot_token, base_url=_base_url(settings.api_url), timeout=15)
+    client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=3))  # honours Retry-After
+    return client
+
+
+def _base_url(url: str) -> str:
+    if not url:
+        return AsyncWebClient.BASE_URL
+    return url if url.endswith("/") else url + "/"
+
+
+def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_interval: float = 1.0) -> Bot:
+    """The app with its listeners, over a desk reading the configured telemetry."""
+    if not settings.socket_mode:
+        require_slack(settings)
+    store = Store(settings.db)
+    memory = SqliteRepairMemory(settings.db)  # the same file, its own table
+    telemetry = telemetry or ReplayTelemetry(settings.data or embedded_data(), now=settings.now)
+    desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers)
+    client = web_client(settings)
+    app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,
+                   request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode)  # fmt: skip
+    front = SlackFront(desk, client, stream_interval=stream_interval)
+
+    @app.middleware
+    async def once(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
+        """Slack redelivers what it thinks was missed: a delivery seen before starts nothing."""
+        key = body.get("event_id") or body.get("trigger_id")
+        if key and not await asyncio.to_thread(store.first_delivery, str(key)[:200]):
+            log.info("ignored a repeated delivery %s", str(key)[:40])
+            return BoltResponse(status=200, body="")
+        await next()
+        return None
+
+    @app.error
+    async def on_error(error: Exception, body: dict[str, Any]) -> None:
+        log.error("unhandled error in a listener (%s)", str(body.get("type") or "")[:40], exc_info=error)
+
+    commands.register(app, front)
+    actions.register(app, front)
+    events.register(app, front)
+    return Bot(app, front, desk, store, memory)
+
+
+async def start_http(bot: Bot, *, host: str, port: int) -> web.AppRunner:
+    """Serve the app over HTTP (signed requests at /slack/events, a health check at /healthz)."""
+    webapp = bot.app.web_app(path=EVENTS_PATH, port=port)
+
+    async def health(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "running": len(bot.desk.running())})
+
+    webapp.router.add_get("/healthz", health)
+    runner = web.AppRunner(webapp, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return runner
+
+
+async def serve(settings: Settings, *, host: str = "0.0.0.0") -> None:
+    """`rcabot serve`: run until interrupted."""
+    bot = build_bot(settings)
+    await bot.desk.telemetry.services()  # load the telemetry before the first /rca, not during it
+    tasks = []
+    if settings.summary_channel:
+        tasks.append(asyncio.create_task(scheduler.every(
+            settings.summary_cron, settings.summary_tz, lambda: bot.front.post_summary(settings.summary_channel))))  # fmt: skip
+    try:
+        if settings.socket_mode:
+            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+            log.warning("rcabot serving over Socket Mode")
+            await AsyncSocketModeHandler(bot.app, settings.app_token).start_async()
+        else:
+            runner = await start_http(bot, host=host, port=settings.port)
+            log.warning("rcabot serving HTTP on port %d at %s", settings.port, EVENTS_PATH)
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await runner.cleanup()
+    finally:
+        for t in tasks:
+            t.cancel()
+        bot.close()

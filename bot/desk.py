@@ -1,0 +1,370 @@
+"""The on-call desk: starts investigations, tracks the running ones, and follows them up
+(audit, repair, verification, feedback, questions, charts, the daily summary).
+
+Slack-agnostic: the Slack front and the terminal console both drive it. The engine's CPU work
+runs in a small pool of worker threads, each with its own event loop, so the application's
+loop stays free to acknowledge Slack within its three seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from bot.charts import signal_chart
+from bot.telemetry import Telemetry
+from rca.engines import build_engine
+from rca.engines.lats import SearchEngine
+from rca.errors import InputError
+from rca.evidence.toolbox import Toolbox
+from rca.explain import Answer, ChartRequest, answer, entities_of, parse_question
+from rca.model import Incident, Modality, Window
+from rca.replay import suggest
+from rca.search.events import Event, Finished
+from rca.sources.protocols import MetricQuery
+from rca.star.audit import Audit, audit
+from rca.star.criteria import AuditContext
+from rca.star.memory import Pattern, RepairMemory, RepairRecord
+from rca.star.patches import RepairContext
+from rca.star.recollect import recollector
+from rca.star.repair import RepairConfig, RepairResult, RepairStep, repair
+from rca.star.verify import VerificationRun, run_tests
+from rca.trace import Trace, from_json, to_json
+from storage.investigations import InvestigationRow, Store
+
+SERVICE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/")
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One investigation the desk has started."""
+
+    id: str
+    service: str
+    window: Window
+    channel: str
+    user: str
+    started: float
+    incident: Incident = field(repr=False, compare=False)
+
+
+class AlreadyRunning(InputError):
+    """An investigation of this service is already running in this channel."""
+
+    def __init__(self, run: Run | None, service: str) -> None:
+        super().__init__(f"an investigation of {service} is already running here")
+        self.run = run
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A finished investigation: its trace and STAR's audit of it."""
+
+    id: str
+    service: str
+    window: Window
+    trace: Trace
+    audit: Audit
+    similar: tuple[InvestigationRow, ...] = ()  # earlier incidents with the same verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    png: bytes
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    start: float
+    end: float
+    rows: tuple[InvestigationRow, ...]
+    repaired: frozenset[str]  # investigation ids with a repair
+    feedback: dict[str, bool]  # investigation id -> last feedback: correct?
+
+    @property
+    def accuracy(self) -> float | None:
+        return sum(self.feedback.values()) / len(self.feedback) if self.feedback else None
+
+
+class Desk:
+    def __init__(self, *, telemetry: Telemetry, store: Store, memory: RepairMemory | None = None,
+                 engine: str = "lats", workers: int = 2, clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+        if not isinstance(build_engine(engine), SearchEngine):  # a bad name fails now, not on the first /rca
+            raise InputError(f"engine {engine!r} gives no four-stage trace; the bot needs lats, linear or linear-multi")
+        self.telemetry = telemetry
+        self.store = store
+        self.memory = memory
+        self.engine = engine
+        self.clock = clock
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rca-worker")
+        self._slots = asyncio.Semaphore(workers)
+        self._running: dict[str, Run] = {}
+        self._opening: set[tuple[str, str]] = set()  # (service, channel) being validated
+        self._incidents: dict[str, Incident] = {}  # recent investigations' incidents, by id
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- starting ----------------------------------------------------------------------------
+    async def open(self, service: str, window_text: str, *, channel: str, user: str) -> Run:
+        """Validate a request and record a new investigation; InputError says what is wrong."""
+        if not service or len(service) > 200 or not set(service) <= SERVICE_CHARS:
+            raise InputError(f"{service[:60]!r} is not a service name")
+        key = (service, channel)
+        if key in self._opening or self.running_for(service, channel) is not None:
+            raise AlreadyRunning(self.running_for(service, channel), service)
+        self._opening.add(key)  # checked and taken with no await between: one run per key
+        try:
+            window = await self.telemetry.window(window_text)
+            known = await self.telemetry.services()
+            if service not in known:
+                raise InputError(f"unknown service {service!r}.{suggest(service, known)}")
+            incident = await self.telemetry.incident(service, window)
+            run = Run(f"inv-{uuid.uuid4().hex[:12]}", service, window, channel, user, self.clock(), incident)
+            await asyncio.to_thread(self.store.start, id=run.id, service=service, window=(window.start, window.end),
+                                    channel=channel, user=user, engine=self.engine)  # fmt: skip
+            self._running[run.id] = run
+        finally:
+            self._opening.discard(key)
+        self._remember_incident(run.id, incident)
+        return run
+
+    def running(self, channel: str | None = None) -> list[Run]:
+        return [r for r in self._running.values() if channel is None or r.channel == channel]
+
+    def running_for(self, service: str, channel: str) -> Run | None:
+        return next((r for r in self._running.values() if r.service == service and r.channel == channel), None)
+
+    def queued_ahead(self) -> int:
+        """How many investigations wait for a worker."""
+        return max(0, len(self._running) - self._pool._max_workers)
+
+    # -- investigating -----------------------------------------------------------------------
+    async def investigate(self, run: Run) -> AsyncIterator[Event]:
+        """The run's progress events as the engine produces them, ending with Finished; the
+        trace and its audit are stored before Finished is yielded."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
+
+        def put(item: Event | BaseException | None) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def work() -> None:
+            engine = build_engine(self.engine)
+            assert isinstance(engine, SearchEngine)
+
+            async def drive() -> None:
+                async for event in engine.stream(run.incident):
+                    put(event)
+
+            try:
+                asyncio.run(drive())
+            except BaseException as exc:  # handed to the awaiting side, which reports it
+                put(exc)
+            put(None)
+
+        try:
+            async with self._slots:
+                future = loop.run_in_executor(self._pool, work)
+                while (item := await queue.get()) is not None:
+                    if isinstance(item, BaseException):
+                        raise item
+                    if isinstance(item, Finished):
+                        verdict_audit = await self._audit(run.incident, from_json(dict(item.trace)))
+                        await asyncio.to_thread(self.store.finish, run.id, trace=dict(item.trace),
+                                                audit=verdict_audit.to_json())  # fmt: skip
+                    yield item
+                await future
+        except BaseException as exc:
+            await asyncio.to_thread(self.store.fail, run.id, f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            self._running.pop(run.id, None)
+
+    async def verdict(self, id: str) -> Verdict:
+        """A finished investigation with its audit and earlier incidents like it."""
+        row = await self._row(id)
+        if row.trace is None:
+            raise InputError(f"investigation {id} has no result ({row.status}{': ' + row.error if row.error else ''})")
+        incident = await self._incident(row)
+        trace = from_json(row.trace)
+        similar = await asyncio.to_thread(self.store.similar, top_service=row.top_service, top_fault=row.top_fault,
+                                          before=row.created)  # fmt: skip
+        return Verdict(row.id, row.service, Window(row.window_start, row.window_end), trace,
+                       await self._audit(incident, trace), tuple(similar))  # fmt: skip
+
+    # -- following up ------------------------------------------------------------------------
+    async def repair(self, id: str, *, progress: Callable[[RepairStep], None] | None = None
+                     ) -> tuple[Verdict, RepairResult]:  # fmt: skip
+        """STAR's repair of an investigation's trace; the repaired trace becomes its verdict.
+        `progress` sees each step on the caller's event loop as the repair takes it."""
+        row = await self._row(id)
+        before = await self.verdict(id)
+        incident = await self._incident(row)
+        ctx = RepairContext(await self._audit_context(incident), recollector(incident))
+        loop = asyncio.get_running_loop()
+
+        def step(s: RepairStep) -> None:
+            if progress is not None:
+                loop.call_soon_threadsafe(progress, s)
+
+        result = await self._in_worker(partial(repair, before.trace, ctx, RepairConfig(), self.memory, progress=step))
+        top = [h.service for h in before.trace.hypotheses[:1]] + [""]
+        top_after = [h.service for h in result.trace.hypotheses[:1]] + [""]
+        repaired = to_json(result.trace)
+        steps = [{"round": s.round, "route": s.route, "stage": s.stage, "patch": s.patch, "before": s.before,
+                  "after": s.after, "committed": s.committed} for s in result.steps]  # fmt: skip
+        await asyncio.to_thread(self.store.add_repair, id, before=result.before.score, after=result.after.score,
+                                decisive=result.decisive_stage, steps=steps, trace=repaired,
+                                audit=result.after.to_json(), top_before=top[0], top_after=top_after[0])  # fmt: skip
+        await asyncio.to_thread(self.store.finish, id, trace=repaired, audit=result.after.to_json())
+        return replace_verdict(before, result), result
+
+    async def verify(self, id: str) -> VerificationRun:
+        """Run the verification tests of an investigation's report against the telemetry."""
+        row = await self._row(id)
+        verdict = await self.verdict(id)
+        incident = await self._incident(row)
+        run = await self._in_worker(run_tests, verdict.trace, Toolbox(incident))
+        await asyncio.to_thread(self.store.add_verification, id, run.to_json())
+        return run
+
+    async def feedback(self, id: str, *, user: str, correct: bool, true_cause: str = "", note: str = "") -> None:
+        """Keep an engineer's judgement; a repair they confirm goes into the repair memory."""
+        row = await self._row(id)
+        if true_cause:
+            known = await self.telemetry.services()
+            if true_cause not in known:
+                raise InputError(f"unknown service {true_cause!r}.{suggest(true_cause, known)}")
+        await asyncio.to_thread(self.store.add_feedback, id, user=user, correct=correct, true_cause=true_cause,
+                                note=note[:2000])  # fmt: skip
+        repairs = await asyncio.to_thread(self.store.repairs, id)
+        if correct and repairs and repairs[-1].decisive and self.memory is not None and row.trace is not None:
+            last = repairs[-1]
+            trace = from_json(last.trace)
+            graph = (await self._audit_context(await self._incident(row))).graph
+            lead = trace.hypotheses[0].service if trace.hypotheses else ""
+            degree = int(graph.degree(lead)) if lead in graph else 0
+            patch = next((s["patch"] for s in last.steps if s["stage"] == last.decisive and s["committed"]), "")
+            if patch:
+                self.memory.remember(RepairRecord(Pattern.of(trace, degree), last.decisive, patch,
+                                                  round(max(last.after - last.before, 0.01), 4)))  # fmt: skip
+
+    async def ask(self, id: str, question: str, *, user: str) -> tuple[Answer, Chart | None]:
+        """Answer a follow-up question from the stored investigation, with a chart when asked."""
+        verdict = await self.verdict(id)
+        parsed = parse_question(question[:2000], services=entities_of(verdict.trace))
+        reply = answer(parsed, verdict.trace)
+        chart = await self.chart(id, reply.chart) if reply.chart is not None else None
+        text = reply.text if reply.chart is None or chart is not None else (
+            f"I found no metric matching {reply.chart.metric!r} for {reply.chart.entity}.")
+        await asyncio.to_thread(self.store.add_question, id, user=user, question=question, answer=text)
+        return Answer(text, reply.chart), chart
+
+    async def chart(self, id: str, request: ChartRequest | None = None) -> Chart | None:
+        """A PNG of a metric around the onset: the one asked for, else the root cause's most
+        anomalous metric; None when there is no such metric."""
+        row = await self._row(id)
+        verdict = await self.verdict(id)
+        incident = await self._incident(row)
+        request = request or decisive_signal(verdict.trace)
+        if request is None or incident.sources.metrics is None:
+            return None
+        normal = incident.normal.get(Modality.METRICS)
+        span = Window(min(verdict.window.start, normal.window.start) if normal else verdict.window.start,
+                      verdict.window.end)  # fmt: skip
+        series = await incident.sources.metrics.series(MetricQuery(span, (request.entity,)))
+        wanted = request.metric.lower()
+        picked = [s for s in series if s.metric.lower() == wanted] or [s for s in series if wanted in s.metric.lower()]
+        picked = [s for s in picked if s.metric == picked[0].metric] if picked else []
+        if not picked or not any(np.isfinite(s.values).any() for s in picked):
+            return None
+        onset = min((ev.onset for ev in verdict.trace.evidence_package.evidence
+                     if ev.entity == request.entity and ev.subject == picked[0].metric and ev.onset), default=None)  # fmt: skip
+        title = f"{picked[0].metric} of {request.entity}"
+        png = await self._in_worker(partial(signal_chart, picked, window=verdict.window, title=title,
+                                            onset=onset, normal=normal.window if normal else None))  # fmt: skip
+        return Chart(png, title)
+
+    async def summary(self, *, start: float, end: float) -> Summary:
+        rows = await asyncio.to_thread(self.store.between, start, end)
+        repaired = frozenset([r.id for r in rows if await asyncio.to_thread(self.store.repairs, r.id)])
+        feedback: dict[str, bool] = {}
+        for r in rows:
+            fb = await asyncio.to_thread(self.store.feedback, r.id)
+            if fb:
+                feedback[r.id] = fb[-1].correct
+        return Summary(start, end, tuple(rows), repaired, feedback)
+
+    async def thread_investigation(self, channel: str, thread_ts: str) -> InvestigationRow | None:
+        return await asyncio.to_thread(self.store.by_thread, channel, thread_ts)
+
+    async def set_thread(self, id: str, *, parent_ts: str, thread_ts: str) -> None:
+        await asyncio.to_thread(self.store.set_thread, id, parent_ts=parent_ts, thread_ts=thread_ts)
+
+    # -- internals ---------------------------------------------------------------------------
+    async def _row(self, id: str) -> InvestigationRow:
+        row = await asyncio.to_thread(self.store.investigation, id)
+        if row is None:
+            raise InputError(f"no investigation {id!r}")
+        return row
+
+    async def _incident(self, row: InvestigationRow) -> Incident:
+        if row.id not in self._incidents:
+            window = Window(row.window_start, row.window_end)
+            self._remember_incident(row.id, await self.telemetry.incident(row.service, window))
+        return self._incidents[row.id]
+
+    def _remember_incident(self, id: str, incident: Incident) -> None:
+        self._incidents[id] = incident
+        while len(self._incidents) > 64:  # the oldest are rebuilt from the store when asked
+            self._incidents.pop(next(iter(self._incidents)))
+
+    async def _audit_context(self, incident: Incident) -> AuditContext:
+        graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
+        return AuditContext(graph, incident.sources.modalities())
+
+    async def _audit(self, incident: Incident, trace: Trace) -> Audit:
+        return audit(trace, await self._audit_context(incident))
+
+    async def _in_worker(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run fn (sync, or async in a fresh loop) on a worker thread."""
+        loop = asyncio.get_running_loop()
+
+        def call() -> Any:
+            out = fn(*args)
+            return asyncio.run(out) if asyncio.iscoroutine(out) else out
+
+        async with self._slots:
+            return await loop.run_in_executor(self._pool, call)
+
+
+def decisive_signal(trace: Trace) -> ChartRequest | None:
+    """The root cause's most anomalous metric, or the strongest metric on its causal chain."""
+    if not trace.hypotheses:
+        return None
+    lead = trace.hypotheses[0]
+    metrics = [ev for ev in trace.evidence_package.evidence if ev.modality is Modality.METRICS]
+    own = [ev for ev in metrics if ev.entity == lead.service]
+    chain = next((c for c in trace.chains if c.hypothesis == lead.id), None)
+    on_chain = {ln.source for ln in chain.links} | {ln.target for ln in chain.links} if chain else set()
+    pool = own or [ev for ev in metrics if ev.entity in on_chain]
+    if not pool:
+        return None
+    best = max(pool, key=lambda ev: ev.score)
+    return ChartRequest(best.entity, best.subject)
+
+
+def replace_verdict(before: Verdict, result: RepairResult) -> Verdict:
+    return Verdict(before.id, before.service, before.window, result.trace, result.after, before.similar)
+

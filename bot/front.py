@@ -1,0 +1,234 @@
+"""rcabot in Slack: the parent message, the live thread, the verdict and what follows it.
+
+Every failure past the acknowledgement is told in the thread in plain words (fail soft, never
+silently); the listeners in `handlers/` only acknowledge, parse and call this front.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import render
+from bot.desk import AlreadyRunning, Chart, Desk, Run
+from bot.narration import Narrator
+from bot.stream import ThreadStream
+from handlers.front import Respond
+from handlers.requests import USAGE, RcaCommand
+from rca.errors import InputError, RcaError
+from rca.star.repair import RepairStep
+from storage.investigations import InvestigationRow
+
+log = logging.getLogger("rcabot.slack")
+DAY = 86400.0
+
+
+class SlackFront:
+    def __init__(self, desk: Desk, client: AsyncWebClient, *, stream_interval: float = 1.0,
+                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+        self.desk = desk
+        self.client = client
+        self.stream_interval = stream_interval
+        self.clock = clock
+
+    def status_text(self, channel: str) -> str:
+        return render.status(self.desk.running(channel), queued=self.desk.queued_ahead())
+
+    # -- /rca <service> <window> -------------------------------------------------------------
+    async def investigate(self, command: RcaCommand, *, channel: str, user: str, team: str,
+                          respond: Respond) -> None:  # fmt: skip
+        try:
+            run = await self.desk.open(command.service, command.window, channel=channel, user=user)
+        except AlreadyRunning as exc:
+            await respond(response_type="ephemeral", text=await self._already(exc))
+            return
+        except InputError as exc:
+            await respond(response_type="ephemeral", text=f"{render.plain(str(exc))}\n\n{USAGE}")
+            return
+        text, blocks = render.parent(run, "⏳ running — follow the investigation in the thread")
+        try:
+            posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=blocks)
+        except SlackApiError as exc:
+            await respond(response_type="ephemeral", text=f"I cannot post in this channel "
+                          f"({exc.response.get('error')}); invite me with `/invite @rcabot`.")  # fmt: skip
+            await self._drain(run)
+            return
+        ts = str(posted["ts"])
+        await self.desk.set_thread(run.id, parent_ts=ts, thread_ts=ts)
+        await self._run(run, ts, team=team)
+
+    async def _already(self, exc: AlreadyRunning) -> str:
+        if exc.run is None:
+            return "That investigation is starting right now; its thread appears in a moment."
+        row = await asyncio.to_thread(self.desk.store.investigation, exc.run.id)
+        link = ""
+        if row is not None and row.thread_ts:
+            try:
+                link = str((await self.client.chat_getPermalink(channel=row.channel, message_ts=row.thread_ts))["permalink"])
+            except SlackApiError:
+                link = ""
+        where = f"<{link}|its thread>" if link else "its thread"
+        return f"An investigation of `{render.plain(exc.run.service)}` is already running here: follow {where}."
+
+    async def _drain(self, run: Run) -> None:
+        """Run an investigation nobody can watch to its end, so its record is complete."""
+        async for _ in self.desk.investigate(run):
+            pass
+
+    async def _run(self, run: Run, ts: str, *, team: str) -> None:
+        stream = ThreadStream(self.client, channel=run.channel, thread_ts=ts, team_id=team, user_id=run.user,
+                              interval=self.stream_interval)  # fmt: skip
+        narrator = Narrator()
+        queued = self.desk.queued_ahead()
+        await stream.add(f"Reading telemetry of *{render.plain(run.service)}* and its neighbours"
+                         + (f" (queued behind {queued} investigation(s))" if queued else "") + "…")  # fmt: skip
+        try:
+            async for event in self.desk.investigate(run):
+                line = narrator.line(event)
+                if line:
+                    await stream.add(render.plain(line))
+        except (RcaError, OSError, ValueError) as exc:
+            log.warning("investigation %s failed", run.id, exc_info=True)
+            await stream.close(f"❌ The investigation failed: {render.plain(str(exc))[:500]}")
+            await self._update_parent(run, ts, f"❌ failed: {render.plain(str(exc))[:200]}")
+            return
+        await stream.close()
+        verdict = await self.desk.verdict(run.id)
+        text, blocks = render.verdict(verdict)
+        await self._post(run.channel, ts, text, blocks)
+        await self._chart(run.channel, ts, await self.desk.chart(run.id), "The root cause's most anomalous signal")
+        top = verdict.trace.decision.ranking[0] if verdict.trace.decision.ranking else None
+        status = (f"✅ done — *{render.plain(top[0])}* ({top[1]}, {top[2]:.0%}) · STAR S {verdict.audit.score:.2f}"
+                  if top else "✅ done — no root cause found")  # fmt: skip
+        await self._update_parent(run, ts, status)
+
+    async def _update_parent(self, run: Run, ts: str, status: str) -> None:
+        text, blocks = render.parent(run, status)
+        await self._call(self.client.chat_update(channel=run.channel, ts=ts, text=text, blocks=blocks))
+
+    # -- buttons -----------------------------------------------------------------------------
+    async def repair(self, investigation: str, *, channel: str, user: str) -> None:
+        row = await self._owned(investigation, channel)
+        if row is None:
+            return
+        stream = ThreadStream(self.client, channel=channel, thread_ts=row.thread_ts, user_id=user,
+                              interval=self.stream_interval)  # fmt: skip
+        await stream.add(f"🛠 <@{user}> asked for a repair: auditing the four stages and replaying patches…")
+        loop = asyncio.get_running_loop()
+        pending: list[asyncio.Task[None]] = []
+
+        def shown(s: RepairStep) -> None:
+            mark = "kept" if s.committed else "not kept"
+            pending.append(loop.create_task(stream.add(
+                f"    ↳ round {s.round} {s.route}: {s.stage.replace('_', ' ')} ← `{s.patch}` "
+                f"S {s.before:.2f} → {s.after:.2f} ({mark})")))  # fmt: skip
+
+        try:
+            before = await self.desk.verdict(investigation)
+            after, result = await self.desk.repair(investigation, progress=shown)
+        except RcaError as exc:
+            await stream.close(f"❌ Repair failed: {render.plain(str(exc))[:500]}")
+            return
+        await asyncio.gather(*pending)
+        await stream.close()
+        text, blocks = render.repair(before, result)
+        await self._post(channel, row.thread_ts, text, blocks)
+        text, blocks = render.verdict(after, repaired=True)
+        await self._post(channel, row.thread_ts, text, blocks)
+
+    async def verify(self, investigation: str, *, channel: str, user: str) -> None:
+        row = await self._owned(investigation, channel)
+        if row is None:
+            return
+        try:
+            run = await self.desk.verify(investigation)
+        except RcaError as exc:
+            await self._post(channel, row.thread_ts, f"Verification failed: {exc}",
+                             [render.section(f"❌ Verification failed: {render.plain(str(exc))[:500]}")])  # fmt: skip
+            return
+        text, blocks = render.verification(run)
+        await self._post(channel, row.thread_ts, text, blocks)
+
+    async def mark(self, investigation: str, *, channel: str, user: str, correct: bool, trigger_id: str) -> None:
+        row = await self._owned(investigation, channel)
+        if row is None:
+            return
+        if not correct:
+            candidates = [r["service"] for r in (row.trace or {}).get("decision_report", {}).get("ranking", [])]
+            await self._call(self.client.views_open(trigger_id=trigger_id, view=render.feedback_view(investigation, candidates)))
+            return
+        await self.desk.feedback(investigation, user=user, correct=True)
+        await self._post(channel, row.thread_ts, "marked correct", [render.context(f"✓ <@{user}> marked this verdict correct")])
+        await self._call(self.client.chat_postEphemeral(channel=channel, user=user, text=render.feedback_thanks(True, "")))
+
+    async def wrong_cause(self, investigation: str, *, user: str, true_cause: str, note: str) -> str | None:
+        row = await asyncio.to_thread(self.desk.store.investigation, investigation)
+        if row is None:
+            return "This investigation is no longer known."
+        try:
+            await self.desk.feedback(investigation, user=user, correct=False, true_cause=true_cause, note=note)
+        except InputError as exc:
+            return str(exc)
+        cause = f"; true cause: *{render.plain(true_cause)}*" if true_cause else ""
+        await self._post(row.channel, row.thread_ts, "marked wrong",
+                         [render.context(f"✗ <@{user}> marked this verdict wrong{cause}")])  # fmt: skip
+        return None
+
+    # -- thread follow-ups -------------------------------------------------------------------
+    async def follow_up(self, *, channel: str, thread_ts: str, user: str, text: str) -> None:
+        row = await self.desk.thread_investigation(channel, thread_ts)
+        if row is None:
+            if thread_ts:  # a mention outside an investigation thread: say what rcabot does
+                await self._post(channel, thread_ts, "how to use rcabot", [render.section(USAGE)])
+            return
+        if row.status == "running":
+            await self._post(channel, thread_ts, "still running", [render.context(
+                "The investigation is still running; ask again once the verdict is posted.")])  # fmt: skip
+            return
+        try:
+            reply, chart = await self.desk.ask(row.id, text, user=user)
+        except RcaError as exc:
+            await self._post(channel, thread_ts, str(exc), [render.section(render.plain(str(exc)))])
+            return
+        await self._post(channel, thread_ts, reply.text[:300], [render.section(render.plain_answer(reply.text))])
+        await self._chart(channel, thread_ts, chart, reply.text)
+
+    # -- the summary -------------------------------------------------------------------------
+    async def post_summary(self, channel: str) -> None:
+        end = self.clock()
+        text, blocks = render.summary(await self.desk.summary(start=end - DAY, end=end))
+        await self._call(self.client.chat_postMessage(channel=channel, text=text, blocks=blocks))
+
+    # -- plumbing ----------------------------------------------------------------------------
+    async def _owned(self, investigation: str, channel: str) -> InvestigationRow | None:
+        """The investigation a click names, if it belongs to the channel the click came from."""
+        row = await asyncio.to_thread(self.desk.store.investigation, investigation) if investigation else None
+        if row is None or row.channel != channel or not row.thread_ts:
+            log.warning("ignored an action on %r from channel %r", investigation[:40], channel[:40])
+            return None
+        return row
+
+    async def _post(self, channel: str, thread_ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
+        await self._call(self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text[:3000],
+                                                      blocks=blocks))  # fmt: skip
+
+    async def _chart(self, channel: str, thread_ts: str, chart: Chart | None, comment: str) -> None:
+        if chart is None:
+            return
+        await self._call(self.client.files_upload_v2(
+            channel=channel, thread_ts=thread_ts, content=chart.png, filename="rcabot-chart.png",
+            title=chart.title, initial_comment=render.plain(comment[:200])))  # fmt: skip
+
+    @staticmethod
+    async def _call(call: Awaitable[Any]) -> None:
+        """A Web API call whose failure is logged, not raised: the rest of the reply goes on."""
+        try:
+            await call
+        except SlackApiError as exc:
+            log.warning("Slack call failed: %s", exc.response.get("error", exc))

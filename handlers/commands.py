@@ -1,0 +1,34 @@
+"""`/rca`: acknowledge at once, then parse, call the front, and reply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+
+from handlers.front import Front
+from handlers.requests import USAGE, Kind, parse_rca_command
+from rca.errors import InputError
+
+
+def register(app: AsyncApp, front: Front, *, command: str = "/rca") -> None:
+    @app.command(command)
+    async def rca(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+        text = str(command.get("text") or "")
+        channel, user = str(command.get("channel_id") or ""), str(command.get("user_id") or "")
+        try:
+            request = parse_rca_command(text)
+        except InputError as exc:
+            await ack(response_type="ephemeral", text=f"{exc}\n\n{USAGE}")
+            return
+        if request.kind is Kind.HELP:
+            await ack(response_type="ephemeral", text=USAGE)
+        elif request.kind is Kind.STATUS:
+            await ack(response_type="ephemeral", text=front.status_text(channel))
+        elif request.kind is Kind.SUMMARY:
+            await ack(response_type="ephemeral", text="Posting the last day's summary…")
+            await front.post_summary(channel)
+        else:
+            await ack()
+            await front.investigate(request, channel=channel, user=user,
+                                    team=str(command.get("team_id") or ""), respond=respond)  # fmt: skip

@@ -1,0 +1,42 @@
+"""What the Slack listeners call: the bot's Slack front, as a Protocol (the bot provides it)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from handlers.requests import RcaCommand
+
+Respond = Callable[..., Awaitable[object]]
+
+
+class Front(Protocol):
+    def status_text(self, channel: str) -> str:
+        """The running investigations of a channel, as a message."""
+        ...
+
+    async def investigate(self, command: RcaCommand, *, channel: str, user: str, team: str,
+                          respond: Respond) -> None:  # fmt: skip
+        """Open an investigation, stream it into a thread and post the verdict."""
+        ...
+
+    async def post_summary(self, channel: str) -> None:
+        """Post the last day's summary into a channel."""
+        ...
+
+    async def repair(self, investigation: str, *, channel: str, user: str) -> None: ...
+
+    async def verify(self, investigation: str, *, channel: str, user: str) -> None: ...
+
+    async def mark(self, investigation: str, *, channel: str, user: str, correct: bool,
+                   trigger_id: str) -> None:  # fmt: skip
+        """Feedback from a button: correct is kept at once; wrong asks for the true cause."""
+        ...
+
+    async def wrong_cause(self, investigation: str, *, user: str, true_cause: str, note: str) -> str | None:
+        """The true cause from the feedback form; an error text for the form, or None."""
+        ...
+
+    async def follow_up(self, *, channel: str, thread_ts: str, user: str, text: str) -> None:
+        """Answer a question asked in a thread (ignored when it is not an investigation's)."""
+        ...

@@ -1,0 +1,228 @@
+"""Answers to follow-up questions about one investigation, read from its trace and audit.
+
+Offline and deterministic: the question is parsed into a topic and the services or metric it
+names, and the answer quotes the trace (hypotheses, evidence, chains, tests), never invents.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rca.evidence import Evidence
+from rca.hypotheses import Hypothesis
+from rca.model import to_iso
+from rca.trace import Trace
+
+
+class Topic(StrEnum):
+    WHY = "why"  # why this candidate (the leading one when none is named)
+    WHY_NOT = "why_not"  # why not that one
+    EVIDENCE = "evidence"
+    TIMELINE = "timeline"
+    CHART = "chart"
+    NEXT = "next"  # what to check next
+    HELP = "help"
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    topic: Topic
+    services: tuple[str, ...] = ()
+    metric: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChartRequest:
+    entity: str
+    metric: str  # a metric name of that entity, or a fragment of one
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    text: str
+    chart: ChartRequest | None = None
+
+
+_PATTERNS: tuple[tuple[Topic, re.Pattern[str]], ...] = (
+    (Topic.CHART, re.compile(r"\b(chart|plot|graph|show me|draw)\b")),
+    (Topic.WHY_NOT, re.compile(r"\bwhy not\b|\bnot\b.*\?|\brule[sd]? out\b|\bisn'?t it\b")),
+    (Topic.NEXT, re.compile(r"\bnext\b|\bcheck\b|\bverify\b|\bwhat should\b|\btest")),
+    (Topic.TIMELINE, re.compile(r"\btimeline\b|\bwhen\b|\bonset\b|\bfirst\b|\border\b")),
+    (Topic.EVIDENCE, re.compile(r"\bevidence\b|\bproof\b|\bsignals?\b|\bmetrics?\b|\blogs?\b|\btraces?\b")),
+    (Topic.WHY, re.compile(r"\bwhy\b|\bexplain\b|\bhow sure\b|\bconfiden")),
+)
+
+
+def entities_of(trace: Trace) -> tuple[str, ...]:
+    """Every service the trace mentions, for recognising names in a question."""
+    names = {h.service for h in trace.hypotheses} | set(trace.evidence_package.scope)
+    names |= {ev.entity for ev in trace.evidence_package.evidence}
+    return tuple(sorted(names))
+
+
+def parse_question(text: str, *, services: Sequence[str]) -> Question:
+    """The topic of a free-text question and the services it names (exact or close)."""
+    low = text.lower()
+    named = [s for s in sorted(services, key=len, reverse=True) if s.lower() in low]
+    named = [s for s in named if not any(s != o and s.lower() in o.lower() for o in named)]
+    if not named:
+        words = re.findall(r"[\w.-]{4,}", low)
+        lowered = {s.lower(): s for s in services}
+        for w in words:
+            close = difflib.get_close_matches(w, list(lowered), n=1, cutoff=0.8)
+            if close:
+                named.append(lowered[close[0]])
+    named = sorted(dict.fromkeys(named), key=lambda s: low.find(s.lower()) if s.lower() in low else len(low))
+    rest = low  # the topic is read from the words around the names ("order" in a name is not a timeline)
+    for s in named:
+        rest = rest.replace(s.lower(), " ")
+    topic = next((t for t, p in _PATTERNS if p.search(rest)), Topic.WHY if named else Topic.HELP)
+    metric = ""
+    if topic is Topic.CHART:
+        words = [w for w in re.findall(r"[\w().%/-]+", rest) if w not in _FILLER]
+        metric = words[0] if words else ""
+    return Question(topic, tuple(named), metric)
+
+
+_FILLER = frozenset(["chart", "plot", "graph", "show", "me", "draw", "the", "a", "an", "of", "for", "on", "at", "in", "please", "its", "it's", "metric", "metrics", "me", "can", "you", "us"])  # fmt: skip
+
+
+def answer(question: Question, trace: Trace) -> Answer:
+    """The reply to one parsed question, quoting the trace."""
+    if question.topic is Topic.HELP:
+        return Answer(HELP)
+    if question.topic is Topic.EVIDENCE:
+        return Answer(_evidence(trace, question.services))
+    if question.topic is Topic.TIMELINE:
+        return Answer(_timeline(trace))
+    if question.topic is Topic.NEXT:
+        return Answer(_next(trace))
+    if question.topic is Topic.CHART:
+        return _chart(trace, question)
+    if question.topic is Topic.WHY_NOT and question.services:
+        return Answer("\n\n".join(_why_not(trace, s) for s in question.services[:3]))
+    return Answer(_why(trace, question.services[0] if question.services else None))
+
+
+HELP = ("Ask me about this investigation, for example:\n"
+        "• *why <service>?* — why a candidate is ranked where it is\n"
+        "• *why not <service>?* — what speaks against another candidate\n"
+        "• *evidence* (optionally for a service) — the strongest anomalies found\n"
+        "• *timeline* — when each anomaly began, earliest first\n"
+        "• *chart <metric> of <service>* — a chart of a metric around the onset\n"
+        "• *what next?* — the verification tests and what to check")  # fmt: skip
+
+
+def _rank(trace: Trace, service: str) -> tuple[int, Hypothesis] | None:
+    for i, h in enumerate(trace.hypotheses, start=1):
+        if h.service == service:
+            return i, h
+    return None
+
+
+def cited_evidence(trace: Trace, hypothesis: Hypothesis, limit: int = 4) -> list[Evidence]:
+    """The strongest distinct evidence a hypothesis cites (the same finding read twice counts once)."""
+    by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
+    cited = sorted((by_id[i] for i in hypothesis.evidence if i in by_id), key=lambda ev: -ev.score)
+    distinct = {(ev.entity, ev.detail): ev for ev in reversed(cited)}
+    return sorted(distinct.values(), key=lambda ev: -ev.score)[:limit]
+
+
+def _bullets(items: Sequence[Evidence]) -> str:
+    return "\n".join(f"• `{ev.id}` {ev.entity}: {ev.detail[:180]}" for ev in items) or "• (no cited evidence)"
+
+
+def _why(trace: Trace, service: str | None) -> str:
+    if not trace.hypotheses:
+        return "The investigation found no hypothesis: nothing anomalous was read. " + _missing(trace)
+    found = _rank(trace, service) if service else (1, trace.hypotheses[0])
+    if found is None:
+        return f"{service} is not among the hypotheses: no anomaly of its own was found in the window. " + _missing(trace)
+    rank, h = found
+    lines = [f"*{h.service}* is ranked #{rank} as *{h.fault_type.value}* (value {h.value:.2f}): {h.rationale}."]
+    chain = next((c for c in trace.chains if c.hypothesis == h.id), None)
+    if chain and chain.links:
+        path = [chain.links[0].source] + [ln.target for ln in chain.links]
+        lines.append("Causal chain: " + " → ".join(path))
+    lines.append("Evidence it rests on:\n" + _bullets(cited_evidence(trace, h)))
+    if rank > 1:
+        top = trace.hypotheses[0]
+        lines.append(f"It ranks below {top.service} ({top.value:.2f}), whose evidence is stronger or better localised.")
+    return "\n".join(lines)
+
+
+def _why_not(trace: Trace, service: str) -> str:
+    top = trace.hypotheses[0] if trace.hypotheses else None
+    found = _rank(trace, service)
+    if top is not None and top.service == service:
+        return f"{service} *is* the leading candidate.\n" + _why(trace, service)
+    if found is None:
+        own = [ev for ev in trace.evidence_package.evidence if ev.entity == service]
+        if not own:
+            return f"{service}: no anomaly of its own was found in its metrics, logs or traces in this window."
+        return (f"{service} shows anomalies, but none the scoring could localise to it rather than to what it "
+                f"calls or what calls it:\n" + _bullets(sorted(own, key=lambda ev: -ev.score)[:3]))  # fmt: skip
+    rank, h = found
+    lines = [f"{service} is ranked #{rank} ({h.fault_type.value}, value {h.value:.2f})"
+             + (f", behind {top.service} ({top.value:.2f})." if top else ".")]  # fmt: skip
+    if top is not None:
+        lead = cited_evidence(trace, top, 1)
+        own = cited_evidence(trace, h, 1)
+        if lead and own:
+            lines.append(f"Its strongest sign scores {own[0].score:.1f} against {lead[0].score:.1f} for "
+                         f"{top.service} ({lead[0].detail[:120]}).")  # fmt: skip
+    test = next((t for t in trace.decision.tests if t.hypothesis == h.id), None)
+    if test:
+        lines.append(f"Test `{test.id}` would separate them: {test.rationale}.")
+    return "\n".join(lines)
+
+
+def _evidence(trace: Trace, services: Sequence[str]) -> str:
+    items = [ev for ev in trace.evidence_package.evidence if not services or ev.entity in services]
+    items.sort(key=lambda ev: -ev.score)
+    head = f"Strongest evidence{' for ' + ', '.join(services) if services else ''} ({len(items)} item(s)):"
+    return head + "\n" + _bullets(items[:8]) + ("\n" + _missing(trace) if trace.evidence_package.missing else "")
+
+
+def _timeline(trace: Trace) -> str:
+    onsets: dict[str, tuple[float, Evidence]] = {}
+    for ev in trace.evidence_package.evidence:
+        if ev.onset is not None and (ev.entity not in onsets or ev.onset < onsets[ev.entity][0]):
+            onsets[ev.entity] = (ev.onset, ev)
+    if not onsets:
+        return "No anomaly in this trace has a datable onset."
+    rows = sorted(onsets.values(), key=lambda t: t[0])[:10]
+    return "Onsets, earliest first:\n" + "\n".join(
+        f"• {to_iso(t)} {ev.entity}: {ev.detail[:140]}" for t, ev in rows
+    )
+
+
+def _next(trace: Trace) -> str:
+    if not trace.decision.tests:
+        return "The report recommends no test: there is a single candidate or none. " + _missing(trace)
+    lines = ["Verification tests (press *Run verification tests* to run them):"]
+    for t in trace.decision.tests:
+        lines.append(f"• `{t.id}` {t.tool} `{t.query[:160]}` — looks at {t.subject[:60]}: {t.rationale[:200]}")
+    return "\n".join(lines)
+
+
+def _chart(trace: Trace, question: Question) -> Answer:
+    entity = question.services[0] if question.services else (trace.hypotheses[0].service if trace.hypotheses else "")
+    if not entity:
+        return Answer("Name a service to chart, e.g. *chart cpu of <service>*.")
+    metric = question.metric
+    if not metric:  # the entity's most anomalous metric
+        own = [ev for ev in trace.evidence_package.evidence if ev.entity == entity and ev.modality.value == "metrics"]
+        if not own:
+            return Answer(f"No metric of {entity} was anomalous; name one, e.g. *chart cpu of {entity}*.")
+        metric = max(own, key=lambda ev: ev.score).subject
+    return Answer(f"{metric} of {entity} around the onset:", ChartRequest(entity, metric))
+
+
+def _missing(trace: Trace) -> str:
+    missing = trace.evidence_package.missing
+    return ("Missing: " + "; ".join(missing) + ".") if missing else ""

@@ -1,0 +1,208 @@
+"""End to end: the real slack-bolt app in HTTP mode, signed requests, a stand-in of Slack's Web
+API, and a replayed real incident (the embedded TrainTicket slice)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bot import scheduler
+from bot.app import Bot, build_bot, start_http
+from bot.config import Settings
+from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, VERIFY, WRONG
+from rca.timestamps import parse_timestamp
+from tests.bot.slack_standin import (
+    SlackStandIn,
+    action_body,
+    command_body,
+    event_body,
+    free_port,
+    sign,
+    view_body,
+)
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+CHANNEL = "C0INCIDENT"
+
+
+@asynccontextmanager
+async def running(tmp: Path, slice_: Path, **standin: Any) -> AsyncIterator[tuple[Bot, SlackStandIn, str]]:
+    slack = SlackStandIn(**standin)
+    await slack.start()
+    settings = Settings(bot_token=slack.token, signing_secret=SECRET, api_url=slack.api_url, db=tmp / "rcabot.db",
+                        data=slice_, now=parse_timestamp("2023-01-29T13:36:00Z"), workers=1)  # fmt: skip
+    bot = build_bot(settings, stream_interval=0.2)
+    port = free_port()
+    runner = await start_http(bot, host="127.0.0.1", port=port)
+    try:
+        yield bot, slack, f"http://127.0.0.1:{port}/slack/events"
+    finally:
+        await runner.cleanup()
+        await slack.stop()
+        bot.close()
+
+
+async def post(url: str, body: tuple[str, str], *, secret: str = SECRET,
+               headers: dict[str, str] | None = None) -> tuple[int, str, float]:  # fmt: skip
+    text, content_type = body
+    h = {"Content-Type": content_type, **sign(secret, text), **(headers or {})}
+    started = time.monotonic()
+    async with aiohttp.ClientSession() as s, s.post(url, data=text.encode(), headers=h) as r:
+        return r.status, await r.text(), time.monotonic() - started
+
+
+def run(coro: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(coro())
+
+
+def blocks_text(call: Any) -> str:
+    return str(call.params.get("blocks", "")) + str(call.params.get("text", ""))
+
+
+def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice) as (bot, slack, url):
+            # a signed /rca is acknowledged at once
+            status, body, seconds = await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
+            assert status == 200 and seconds < 3.0
+
+            # the parent message, the live stream in its thread, the verdict with its buttons
+            parent = await slack.wait_for(lambda c: c.method == "chat.postMessage" and not c.params.get("thread_ts"))
+            assert "Frontend" in parent.params["text"] and parent.params["channel"] == CHANNEL
+            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c))
+            thread = verdict.params["thread_ts"]
+            assert VERIFY in blocks_text(verdict) and "Self-audit (STAR)" in blocks_text(verdict)
+            stream = slack.of("chat.startStream")
+            assert stream and stream[0].params["thread_ts"] == thread and stream[0].params["recipient_team_id"]
+            streamed = " ".join(str(c.params.get("chunks")) for c in slack.calls if "Stream" in c.method)
+            assert "hypotheses" in streamed and "metrics" in streamed
+            assert slack.of("chat.stopStream")
+            # the chart of the decisive signal, uploaded into the thread
+            done = await slack.wait_for(lambda c: c.method == "files.completeUploadExternal")
+            assert done.params["thread_ts"] == thread and done.params["channel_id"] == CHANNEL
+            assert next(iter(slack.uploads.values())).startswith(b"\x89PNG")
+            await slack.wait_for(lambda c: c.method == "chat.update" and "done" in str(c.params.get("text", "")) + blocks_text(c))
+            inv = bot.store.by_thread(CHANNEL, thread)
+            assert inv is not None and inv.status == "done" and inv.trace is not None
+
+            # a retried delivery of the same command starts nothing new
+            before = len(slack.of("chat.postMessage"))
+            status, _, _ = await post(url, command_body("Frontend 10m", response_url=slack.response_url()),
+                                      headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})  # fmt: skip
+            assert status == 200
+            await asyncio.sleep(0.5)
+            assert len(slack.of("chat.postMessage")) == before
+            assert len(bot.store.between(0, time.time() + 1)) == 1
+
+            # Run repair: its steps stream, then the repair and the repaired verdict arrive
+            status, _, _ = await post(url, action_body(REPAIR, inv.id, channel=CHANNEL, message_ts=thread,
+                                                       response_url=slack.response_url("r2"), trigger_id="t-repair"))  # fmt: skip
+            assert status == 200
+            await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Repair: S" in str(c.params.get("text")))
+            await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Repaired verdict" in str(c.params.get("text")))
+
+            # Run verification tests: the table of test, expected, observed and the re-ranking
+            await post(url, action_body(VERIFY, inv.id, channel=CHANNEL, message_ts=thread,
+                                        response_url=slack.response_url("r3"), trigger_id="t-verify"))  # fmt: skip
+            tests = await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Verification:" in str(c.params.get("text")))
+            assert "observed" in blocks_text(tests) and "Re-ranked" in blocks_text(tests)
+            assert bot.store.verifications(inv.id)
+
+            # a thread reply is answered in the thread, from the stored investigation
+            status, _, _ = await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL",
+                                                       "text": "why not ts-order-service?", "ts": "1700009999.000100",
+                                                       "thread_ts": thread}, event_id="Ev0FOLLOWUP"))  # fmt: skip
+            assert status == 200
+            reply = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("thread_ts") == thread
+                                         and "ts-order-service is ranked" in blocks_text(c))  # fmt: skip
+            assert reply.params["channel"] == CHANNEL
+            assert bot.store.questions(inv.id)[0][0] == "why not ts-order-service?"
+
+            # feedback: correct is kept; wrong opens the form, whose true cause is validated
+            await post(url, action_body(CORRECT, inv.id, channel=CHANNEL, message_ts=thread,
+                                        response_url=slack.response_url("r4"), trigger_id="t-correct"))  # fmt: skip
+            await slack.wait_for(lambda c: c.method == "chat.postEphemeral")
+            await post(url, action_body(WRONG, inv.id, channel=CHANNEL, message_ts=thread,
+                                        response_url=slack.response_url("r5"), trigger_id="t-wrong"))  # fmt: skip
+            form = await slack.wait_for(lambda c: c.method == "views.open")
+            assert form.params["trigger_id"] == "t-wrong"
+            status, body, _ = await post(url, view_body(FEEDBACK_VIEW, inv.id, {"cause": "ts-contacts-servce", "note": ""},
+                                                        trigger_id="t-view-1"))  # fmt: skip
+            assert status == 200 and "Did you mean ts-contacts-service" in body and '"response_action": "errors"' in body.replace("\":\"", "\": \"")
+            status, body, _ = await post(url, view_body(FEEDBACK_VIEW, inv.id, {"cause": "ts-contacts-service", "note": "cpu hog"},
+                                                        trigger_id="t-view-2"))  # fmt: skip
+            assert status == 200
+            assert [f.correct for f in bot.store.feedback(inv.id)] == [True, False]
+            assert bot.store.feedback(inv.id)[1].true_cause == "ts-contacts-service"
+
+            # the summary job posts the last day's investigations
+            job = asyncio.create_task(scheduler.every("0 9 * * *", "UTC", lambda: bot.front.post_summary("C0SUMMARY"),
+                                                      clock=lambda: parse_timestamp("2026-11-30T08:59:59.8Z")))  # fmt: skip
+            summary = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == "C0SUMMARY", timeout=10)
+            job.cancel()
+            assert "Daily RCA summary: 1 investigation" in summary.params["text"]
+            assert "Frontend" in blocks_text(summary) and "accuracy" in blocks_text(summary)
+
+    run(scenario)
+
+
+def test_refusals_and_usage(tmp_path: Path, nezha_slice: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice) as (bot, slack, url):
+            # a bad signature, or a stale timestamp, gets 401 and reaches no listener
+            status, _, _ = await post(url, command_body("Frontend", response_url=slack.response_url()), secret="wrong")
+            assert status == 401
+            text, ctype = command_body("Frontend", response_url=slack.response_url())
+            stale = sign(SECRET, text, timestamp=int(time.time()) - 600)
+            async with aiohttp.ClientSession() as s, s.post(url, data=text, headers={"Content-Type": ctype, **stale}) as r:
+                assert r.status == 401
+            # bad arguments: the usage message, ephemeral, and nothing starts
+            status, body, _ = await post(url, command_body("<script> 10m", response_url=slack.response_url(), trigger_id="t-a"))
+            assert status == 200 and "Usage" in body and "ephemeral" in body
+            status, body, _ = await post(url, command_body("help", response_url=slack.response_url(), trigger_id="t-b"))
+            assert "Usage" in body
+            status, body, _ = await post(url, command_body("status", response_url=slack.response_url(), trigger_id="t-c"))
+            assert "No investigation is running" in body
+            await post(url, command_body("Frontnd 10m", response_url=slack.response_url("bad"), trigger_id="t-d"))
+            await post(url, command_body("Frontend 99q", response_url=slack.response_url("bad"), trigger_id="t-e"))
+            for _ in range(40):
+                if len(slack.responses) >= 2:
+                    break
+                await asyncio.sleep(0.1)
+            texts = [r["text"] for r in slack.responses]
+            assert any("Did you mean Frontend" in t for t in texts) and any("bad window '99q'" in t for t in texts)
+            assert all(r["response_type"] == "ephemeral" for r in slack.responses)
+            assert not slack.of("chat.postMessage") and not bot.store.between(0, time.time() + 1)
+
+    run(scenario)
+
+
+def test_stream_falls_back_to_update_and_honours_retry_after(tmp_path: Path, nezha_slice: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, streaming=False, rate_limit_once={"chat.update"}) as (bot, slack, url):
+            await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
+            await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c))
+            progress = [c for c in slack.of("chat.postMessage") if "Reading telemetry" in str(c.params.get("text"))]
+            assert len(progress) == 1 and progress[0].params["thread_ts"]
+            updates = [c for c in slack.calls if c.method == "chat.update"]
+            limited = next(c for c in updates if c.status == 429)
+            retried = next(c for c in updates if c.at > limited.at)
+            assert retried.at - limited.at >= 0.95  # waited for Retry-After: 1
+            assert retried.params["text"] == limited.params["text"]  # and sent the same update again
+            stream_updates = [c for c in slack.of("chat.update") if c.params.get("ts") == progress[0].response["ts"]]
+            gaps = [b.at - a.at for a, b in zip(stream_updates, stream_updates[1:], strict=False)]
+            assert stream_updates and all(g >= 0.19 for g in gaps)  # throttled to the stream interval
+
+    run(scenario)
+
+
+def test_settings_choose_the_mode(tmp_path: Path) -> None:
+    assert not replace(Settings(), app_token="").socket_mode
+    assert replace(Settings(), app_token="xapp-1").socket_mode
