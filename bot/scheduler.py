@@ -21,11 +21,14 @@ def next_run(cron: str, tz: str, *, after: float) -> float:
 
 
 async def every(cron: str, tz: str, job: Callable[[], Awaitable[None]], *,
-                clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+                clock: Callable[[], float] = time.time,
+                sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:  # fmt: skip
     """Run `job` at each time the schedule names, forever; a failing run is logged, not fatal."""
+    after = clock()
     while True:
-        due = next_run(cron, tz, after=clock())
-        await asyncio.sleep(max(0.0, due - clock()))
+        due = next_run(cron, tz, after=after)
+        await sleep(max(0.0, due - clock()))
+        after = max(clock(), due)  # never the same slot twice, even if the clock lags
         try:
             await job()
         except Exception:  # the edge of a background job: log it and keep the schedule

@@ -1,0 +1,75 @@
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from bot.console import Console
+from bot.desk import AlreadyRunning, Desk
+from bot.telemetry import ReplayTelemetry
+from rca.errors import InputError
+from rca.search.events import Finished
+from rca.timestamps import parse_timestamp
+from storage.investigations import Store
+
+AT = parse_timestamp("2023-01-29T13:36:00Z")
+
+
+def desk_on(tmp_path: Path, data: Path) -> Desk:
+    return Desk(telemetry=ReplayTelemetry(data, now=AT), store=Store(tmp_path / "bot.db"), workers=1)
+
+
+def test_one_run_per_service_and_channel(tmp_path: Path, nezha_slice: Path) -> None:
+    async def scenario() -> None:
+        desk = desk_on(tmp_path, nezha_slice)
+        first = await desk.open("Frontend", "10m", channel="C1", user="U1")
+        with pytest.raises(AlreadyRunning) as err:
+            await desk.open("Frontend", "5m", channel="C1", user="U2")
+        assert err.value.run == first
+        other = await desk.open("Frontend", "10m", channel="C2", user="U1")  # another channel may
+        for run in (first, other):
+            events = [e async for e in desk.investigate(run)]
+            assert isinstance(events[-1], Finished)
+        assert desk.running() == []
+        assert (await desk.open("Frontend", "10m", channel="C1", user="U1")).id != first.id  # free again
+        desk.close()
+
+    asyncio.run(scenario())
+
+
+def test_bad_requests_start_nothing(tmp_path: Path, nezha_slice: Path) -> None:
+    async def scenario() -> None:
+        desk = desk_on(tmp_path, nezha_slice)
+        with pytest.raises(InputError, match="Did you mean Frontend"):
+            await desk.open("frontend", "10m", channel="C1", user="U1")
+        with pytest.raises(InputError, match="bad window"):
+            await desk.open("Frontend", "ten minutes", channel="C1", user="U1")
+        with pytest.raises(InputError, match="not a service name"):
+            await desk.open("Front end{}", "10m", channel="C1", user="U1")
+        assert desk.store.between(0, 1e12) == []
+        with pytest.raises(InputError, match="no investigation"):
+            await desk.verdict("inv-nope")
+        desk.close()
+
+    asyncio.run(scenario())
+
+
+def test_console_session(tmp_path: Path, nezha_slice: Path) -> None:
+    lines = iter(["/rca Frontend 10m", "why not ts-order-service?", "chart", "verify", "repair", "correct",
+                  "/rca summary", "/rca Frontnd", "quit"])  # fmt: skip
+    out: list[str] = []
+
+    async def read() -> str | None:
+        return next(lines, None)
+
+    async def scenario() -> None:
+        desk = desk_on(tmp_path, nezha_slice)
+        await Console(desk, read=read, write=out.append, charts=tmp_path).run()
+        desk.close()
+
+    asyncio.run(scenario())
+    text = "\n".join(out)
+    assert "[supervisor] decision" in text and "Verdict for Frontend" in text and "STAR audit" in text
+    assert "ts-order-service is ranked" in text
+    assert "re-ranked:" in text and "STAR repair: S" in text and "Marked correct." in text
+    assert "1 investigation(s) in the last day" in text and "Did you mean Frontend" in text
+    assert list(tmp_path.glob("rcabot-*.png"))

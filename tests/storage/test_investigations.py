@@ -1,0 +1,61 @@
+import json
+import stat
+from pathlib import Path
+
+from storage.investigations import Store
+
+TRACE = {"decision_report": {"ranking": [{"service": "db", "fault_type": "cpu", "confidence": 0.7, "hypothesis": "h-1"}]},
+         "evidence_package": {"missing": ["no traces"]}}  # fmt: skip
+AUDIT = {"score": 0.91, "route": "accept", "blamed_stage": None}
+
+
+def test_lifecycle_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "bot.db"
+    store = Store(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    store.start(id="inv-1", service="api", window=(0.0, 60.0), channel="C1", user="U1", engine="lats")
+    store.set_thread("inv-1", parent_ts="1.1", thread_ts="1.1")
+    store.finish("inv-1", trace=TRACE, audit=AUDIT)
+    store.add_feedback("inv-1", user="U2", correct=False, true_cause="cache", note="it was the cache")
+    store.add_question("inv-1", user="U2", question="why db?", answer="because")
+    store.start(id="inv-2", service="api", window=(60.0, 120.0), channel="C1", user="U1", engine="lats")
+    store.close()
+
+    again = Store(path)  # a restart: what was running is marked interrupted, nothing else changes
+    done = again.investigation("inv-1")
+    assert done is not None and done.status == "done" and done.top_service == "db" and done.confidence == 0.7
+    assert done.trace == TRACE and done.missing == ("no traces",) and done.score == 0.91
+    assert again.by_thread("C1", "1.1") == done
+    interrupted = again.investigation("inv-2")
+    assert interrupted is not None and interrupted.status == "interrupted" and "stopped" in interrupted.error
+    assert [f.true_cause for f in again.feedback("inv-1")] == ["cache"]
+    assert again.questions("inv-1") == [("why db?", "because")]
+    assert [r.id for r in again.between(0, 1e12)] == ["inv-1", "inv-2"]
+    again.close()
+
+
+def test_a_delivery_is_taken_once(tmp_path: Path) -> None:
+    store = Store(tmp_path / "bot.db")
+    assert store.first_delivery("Ev123")
+    assert not store.first_delivery("Ev123")
+    assert store.first_delivery("Ev124")
+    store.close()
+
+
+def test_similar_finds_earlier_same_verdicts(tmp_path: Path) -> None:
+    store = Store(tmp_path / "bot.db")
+    for i in range(3):
+        store.start(id=f"inv-{i}", service="api", window=(0.0, 60.0), channel="C1", user="U1", engine="lats")
+        store.finish(f"inv-{i}", trace=TRACE, audit=AUDIT)
+    last = store.investigation("inv-2")
+    assert last is not None
+    similar = store.similar(top_service="db", top_fault="cpu", before=last.created + 1)
+    assert {r.id for r in similar} == {"inv-0", "inv-1", "inv-2"}
+    assert store.similar(top_service="db", top_fault="memory", before=1e12) == []
+    store.add_repair("inv-0", before=0.5, after=0.9, decisive="analysis_structure",
+                     steps=[{"stage": "analysis_structure", "patch": "prune", "committed": True}],
+                     trace=TRACE, audit=AUDIT, top_before="db", top_after="db")  # fmt: skip
+    (repair,) = store.repairs("inv-0")
+    assert repair.steps[0]["patch"] == "prune" and repair.after == 0.9
+    assert json.dumps(repair.trace) == json.dumps(TRACE)
+    store.close()
