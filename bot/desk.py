@@ -180,7 +180,7 @@ class Desk:
                     if isinstance(item, BaseException):
                         raise item
                     if isinstance(item, Finished):
-                        verdict_audit = await self._audit(run.incident, from_json(dict(item.trace)))
+                        verdict_audit = await self._audit(run.incident, dict(item.trace))
                         await asyncio.to_thread(self.store.finish, run.id, trace=dict(item.trace),
                                                 audit=verdict_audit.to_json())  # fmt: skip
                     yield item
@@ -197,11 +197,11 @@ class Desk:
         if row.trace is None:
             raise InputError(f"investigation {id} has no result ({row.status}{': ' + row.error if row.error else ''})")
         incident = await self._incident(row)
-        trace = from_json(row.trace)
+        trace, verdict_audit = await self._audited(incident, row.trace)
         similar = await asyncio.to_thread(self.store.similar, top_service=row.top_service, top_fault=row.top_fault,
                                           before=row.created)  # fmt: skip
         return Verdict(row.id, row.service, Window(row.window_start, row.window_end), trace,
-                       await self._audit(incident, trace), tuple(similar))  # fmt: skip
+                       verdict_audit, tuple(similar))  # fmt: skip
 
     # -- following up ------------------------------------------------------------------------
     async def repair(self, id: str, *, progress: Callable[[RepairStep], None] | None = None
@@ -280,21 +280,7 @@ class Desk:
         request = request or decisive_signal(verdict.trace)
         if request is None or incident.sources.metrics is None:
             return None
-        normal = incident.normal.get(Modality.METRICS)
-        span = Window(min(verdict.window.start, normal.window.start) if normal else verdict.window.start,
-                      verdict.window.end)  # fmt: skip
-        series = await incident.sources.metrics.series(MetricQuery(span, (request.entity,)))
-        wanted = request.metric.lower()
-        picked = [s for s in series if s.metric.lower() == wanted] or [s for s in series if wanted in s.metric.lower()]
-        picked = [s for s in picked if s.metric == picked[0].metric] if picked else []
-        if not picked or not any(np.isfinite(s.values).any() for s in picked):
-            return None
-        onset = min((ev.onset for ev in verdict.trace.evidence_package.evidence
-                     if ev.entity == request.entity and ev.subject == picked[0].metric and ev.onset), default=None)  # fmt: skip
-        title = f"{picked[0].metric} of {request.entity}"
-        png = await self._in_worker(partial(signal_chart, picked, window=verdict.window, title=title,
-                                            onset=onset, normal=normal.window if normal else None))  # fmt: skip
-        return Chart(png, title)
+        return await self._in_thread(_chart, incident, verdict, request)
 
     async def summary(self, *, start: float, end: float) -> Summary:
         rows = await asyncio.to_thread(self.store.between, start, end)
@@ -334,19 +320,28 @@ class Desk:
         graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
         return AuditContext(graph, incident.sources.modalities())
 
-    async def _audit(self, incident: Incident, trace: Trace) -> Audit:
-        return audit(trace, await self._audit_context(incident))
+    async def _audited(self, incident: Incident, doc: dict[str, Any]) -> tuple[Trace, Audit]:
+        """A stored trace read back (schema-checked) and audited, off the event loop."""
+        ctx = await self._audit_context(incident)
+
+        def read() -> tuple[Trace, Audit]:
+            trace = from_json(doc)
+            return trace, audit(trace, ctx)
+
+        return await asyncio.to_thread(read)
+
+    async def _audit(self, incident: Incident, doc: dict[str, Any]) -> Audit:
+        return (await self._audited(incident, doc))[1]
 
     async def _in_worker(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run fn (sync, or async in a fresh loop) on a worker thread."""
-        loop = asyncio.get_running_loop()
-
-        def call() -> Any:
-            out = fn(*args)
-            return asyncio.run(out) if asyncio.iscoroutine(out) else out
-
+        """Run fn (sync, or async in a fresh loop) on one of the investigation workers."""
         async with self._slots:
-            return await loop.run_in_executor(self._pool, call)
+            return await asyncio.get_running_loop().run_in_executor(self._pool, _call, fn, *args)
+
+    @staticmethod
+    async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+        """Run short follow-up work (sync, or async in a fresh loop) off the event loop."""
+        return await asyncio.to_thread(_call, fn, *args)
 
 
 def decisive_signal(trace: Trace) -> ChartRequest | None:
@@ -368,3 +363,28 @@ def decisive_signal(trace: Trace) -> ChartRequest | None:
 def replace_verdict(before: Verdict, result: RepairResult) -> Verdict:
     return Verdict(before.id, before.service, before.window, result.trace, result.after, before.similar)
 
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    out = fn(*args)
+    return asyncio.run(out) if asyncio.iscoroutine(out) else out
+
+
+async def _chart(incident: Incident, verdict: Verdict, request: ChartRequest) -> Chart | None:
+    """Read the asked metric around the onset and draw it (runs on a worker thread)."""
+    assert incident.sources.metrics is not None
+    normal = incident.normal.get(Modality.METRICS)
+    span = Window(min(verdict.window.start, normal.window.start) if normal else verdict.window.start,
+                  verdict.window.end)  # fmt: skip
+    series = await incident.sources.metrics.series(MetricQuery(span, (request.entity,)))
+    wanted = request.metric.lower()
+    picked = [s for s in series if s.metric.lower() == wanted] or [s for s in series if wanted in s.metric.lower()]
+    picked = [s for s in picked if s.metric == picked[0].metric] if picked else []
+    if not picked or not any(np.isfinite(s.values).any() for s in picked):
+        return None
+    onset = min((ev.onset for ev in verdict.trace.evidence_package.evidence
+                 if ev.entity == request.entity and ev.subject == picked[0].metric and ev.onset), default=None)  # fmt: skip
+    title = f"{picked[0].metric} of {request.entity}"
+    png = signal_chart(picked, window=verdict.window, title=title, onset=onset,
+                       normal=normal.window if normal else None)  # fmt: skip
+    return Chart(png, title)
