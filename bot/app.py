@@ -89,9 +89,10 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     return Bot(app, front, desk, store, memory)
 
 
-async def start_http(bot: Bot, *, host: str, port: int) -> web.AppRunner:
-    """Serve the app over HTTP (signed requests at /slack/events, a health check at /healthz)."""
-    webapp = bot.app.web_app(path=EVENTS_PATH, port=port)
+async def start_http(bot: Bot, *, host: str, port: int, events: bool = True) -> web.AppRunner:
+    """Serve the app over HTTP: signed requests at /slack/events (unless `events` is False, as
+    in Socket Mode) and a health check at /healthz."""
+    webapp = bot.app.web_app(path=EVENTS_PATH, port=port) if events else web.Application()
 
     async def health(_: web.Request) -> web.Response:
         return web.json_response({"ok": True, "running": len(bot.desk.running())})
@@ -111,20 +112,18 @@ async def serve(settings: Settings, *, host: str = "0.0.0.0") -> None:
     if settings.summary_channel:
         tasks.append(asyncio.create_task(scheduler.every(
             settings.summary_cron, settings.summary_tz, lambda: bot.front.post_summary(settings.summary_channel))))  # fmt: skip
+    runner = await start_http(bot, host=host, port=settings.port, events=not settings.socket_mode)
     try:
         if settings.socket_mode:
             from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-            log.warning("rcabot serving over Socket Mode")
+            log.warning("rcabot serving over Socket Mode (health check on port %d)", settings.port)
             await AsyncSocketModeHandler(bot.app, settings.app_token).start_async()
         else:
-            runner = await start_http(bot, host=host, port=settings.port)
             log.warning("rcabot serving HTTP on port %d at %s", settings.port, EVENTS_PATH)
-            try:
-                await asyncio.Event().wait()
-            finally:
-                await runner.cleanup()
+            await asyncio.Event().wait()
     finally:
+        await runner.cleanup()
         for t in tasks:
             t.cancel()
         bot.close()
