@@ -213,3 +213,22 @@ def test_stream_falls_back_to_update_and_honours_retry_after(tmp_path: Path, nez
 def test_settings_choose_the_mode(tmp_path: Path) -> None:
     assert not replace(Settings(), app_token="").socket_mode
     assert replace(Settings(), app_token="xapp-1").socket_mode
+
+
+def test_a_second_rca_links_to_the_running_one(tmp_path: Path, nezha_slice: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice) as (bot, slack, url):
+            run = await bot.desk.open("Frontend", "10m", channel=CHANNEL, user="U0OTHER")  # running, not finished
+            await bot.desk.set_thread(run.id, parent_ts="1700000000.000100", thread_ts="1700000000.000100")
+            status, _, _ = await post(url, command_body("Frontend 5m", response_url=slack.response_url("dup"), trigger_id="t-dup"))
+            assert status == 200
+            for _ in range(50):
+                if slack.responses:
+                    break
+                await asyncio.sleep(0.1)
+            (reply,) = slack.responses
+            assert reply["response_type"] == "ephemeral" and "already running" in reply["text"]
+            assert "standin.slack.com/archives/C0INCIDENT/p1700000000000100" in reply["text"]
+            assert not slack.of("chat.postMessage")
+
+    run(scenario)
