@@ -61,6 +61,7 @@ class SlackStandIn:
     async def start(self) -> None:
         app = web.Application(client_max_size=20 * 1024 * 1024)
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)  # the SDK reads some methods with GET
         app.router.add_post("/upload/{file}", self._upload)
         app.router.add_post("/response/{name}", self._response)
         self._runner = web.AppRunner(app, access_log=None)
@@ -157,6 +158,8 @@ class SlackStandIn:
 
 
 async def _params(request: web.Request) -> dict[str, Any]:
+    if request.method == "GET":
+        return dict(request.query)
     if request.content_type == "application/json":
         body = await request.json()
         return dict(body) if isinstance(body, dict) else {}
