@@ -63,7 +63,8 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     store = Store(settings.db)
     memory = SqliteRepairMemory(settings.db)  # the same file, its own table
     telemetry = telemetry or ReplayTelemetry(settings.data or embedded_data(), now=settings.now)
-    desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers)
+    desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
+                reasoner=settings.build_reasoner())  # fmt: skip
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,
                    request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode)  # fmt: skip

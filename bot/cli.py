@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from rca.evaluation.star_eval import evaluate_star
 from rca.evaluation.star_eval import render as render_star
 from rca.evidence.toolbox import Toolbox
 from rca.model import Diagnosis, Incident
+from rca.reasoners import Reasoner
 from rca.replay import replay_incident
 from rca.search.events import Finished
 from rca.sources.datasets import find_cases
@@ -54,6 +56,18 @@ from storage.repair_memory import SqliteRepairMemory
 log = logging.getLogger("rcabot")
 
 
+REASONERS = ("offline", "claude")
+REASONER_HELP = "who reasons: offline (deterministic) or claude (default: claude when ANTHROPIC_API_KEY is set)"
+
+
+def _reasoner(args: argparse.Namespace) -> Reasoner:
+    settings = read_settings()
+    if args.reasoner == "claude" and not settings.anthropic_api_key:
+        raise InputError("--reasoner claude needs ANTHROPIC_API_KEY")
+    chosen = args.reasoner or settings.reasoner
+    return replace(settings, reasoner=chosen).build_reasoner()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rcabot", description="Root-cause analysis for microservice incidents."
@@ -71,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     inv.add_argument("--engine", default="lats", choices=engine_names())
     inv.add_argument("--json", action="store_true", help="print the four-stage trace as JSON")
     inv.add_argument("--quiet", action="store_true", help="no live progress, only the result")
+    inv.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
 
     ev = sub.add_parser("eval", help="measure engines on every labelled case under a path")
     ev.add_argument("path", type=Path)
@@ -79,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--repair", action="store_true", help="also run each search engine followed by STAR's repair")
     ev.add_argument("--json", type=Path, dest="json_out", help="write per-case results here")
     ev.add_argument("--match", default="", help="only cases whose id contains this text")
+    ev.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
 
     es = sub.add_parser("eval-star", help="STAR's evaluation: injected reasoning faults, stage localisation")
     es.add_argument("path", type=Path)
@@ -108,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("--data", type=Path, help="a recorded dataset to replay (default: RCABOT_DATA or the embedded incident)")
     co.add_argument("--at", help="'now' inside the recorded data (default: RCABOT_NOW or its end)")
     co.add_argument("--db", type=Path, help="the SQLite record (default: RCABOT_DB or rcabot.db)")
+    co.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
     return p
 
 
@@ -174,7 +191,8 @@ async def _investigate(args: argparse.Namespace) -> int:
         print("note: --at not given, replaying at the end of the recorded data", file=sys.stderr)
     window = parse_window(args.window, now=now)
     incident = await replay_incident(cases, symptom=args.service, window=window)
-    diagnosis = await run_live(build_engine(args.engine), incident, live=not (args.json or args.quiet))
+    engine = build_engine(args.engine, reasoner=_reasoner(args))
+    diagnosis = await run_live(engine, incident, live=not (args.json or args.quiet))
     if args.json:
         print(json.dumps(diagnosis.trace or _ranking_json(incident, diagnosis), indent=2))
     else:
@@ -284,10 +302,11 @@ def _ranking_json(incident: Incident, diagnosis: Diagnosis) -> dict:
 
 
 async def _eval(args: argparse.Namespace) -> int:
-    engines = [build_engine(n) for n in args.engine.split(",") if n.strip()]
-    engines += [build_engine("lats", ablation=a.strip()) for a in args.ablate.split(",") if a.strip()]
+    reasoner = _reasoner(args)
+    engines = [build_engine(n, reasoner=reasoner) for n in args.engine.split(",") if n.strip()]
+    engines += [build_engine("lats", ablation=a.strip(), reasoner=reasoner) for a in args.ablate.split(",") if a.strip()]
     if args.repair:
-        engines += [build_engine(n, repair=True) for n in args.engine.split(",") if n.strip() in VARIANTS]
+        engines += [build_engine(n, repair=True, reasoner=reasoner) for n in args.engine.split(",") if n.strip() in VARIANTS]
     cases = [c for c in find_cases(args.path) if args.match in c.id]
     results = await evaluate(engines, cases, progress=ProgressBar())
     print(render_table(summaries(results)))
@@ -320,7 +339,7 @@ async def _console(args: argparse.Namespace) -> int:
     store = Store(args.db or settings.db)
     memory = SqliteRepairMemory(args.db or settings.db)
     desk = Desk(telemetry=ReplayTelemetry(data, now=now), store=store, memory=memory, engine=settings.engine,
-                workers=settings.workers)  # fmt: skip
+                workers=settings.workers, reasoner=_reasoner(args))  # fmt: skip
 
     async def read() -> str | None:
         try:

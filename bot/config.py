@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
 from rca.errors import InputError
+from rca.reasoners import Reasoner
+from rca.reasoners.claude import DEFAULT_MODEL, ClaudeConfig, ClaudeReasoner
+from rca.reasoners.offline import OfflineReasoner
 from rca.timestamps import parse_timestamp
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    bot_token: str = ""
-    signing_secret: str = ""
-    app_token: str = ""  # Socket Mode when set
+    bot_token: str = field(default="", repr=False)
+    signing_secret: str = field(default="", repr=False)
+    app_token: str = field(default="", repr=False)  # Socket Mode when set
     api_url: str = ""  # the Web API base URL, for proxies and tests
     port: int = 3000
     db: Path = Path("rcabot.db")
@@ -29,6 +32,21 @@ class Settings:
     summary_channel: str = ""
     summary_cron: str = "0 9 * * *"
     summary_tz: str = "UTC"
+    reasoner: str = "offline"  # offline | claude (claude when ANTHROPIC_API_KEY is set)
+    anthropic_api_key: str = field(default="", repr=False)
+    anthropic_base_url: str = ""
+    model: str = DEFAULT_MODEL
+    llm_max_calls: int = 20
+    llm_max_tokens: int = 60_000
+
+    def claude(self) -> ClaudeConfig:
+        return ClaudeConfig(model=self.model, api_key=self.anthropic_api_key or None,
+                            base_url=self.anthropic_base_url or None, max_calls=self.llm_max_calls,
+                            max_tokens=self.llm_max_tokens)  # fmt: skip
+
+    def build_reasoner(self) -> Reasoner:
+        """The reasoner these settings name: Claude, or the deterministic offline one."""
+        return ClaudeReasoner(self.claude()) if self.reasoner == "claude" else OfflineReasoner()
 
     @property
     def socket_mode(self) -> bool:
@@ -56,6 +74,12 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
     except (ZoneInfoNotFoundError, ValueError) as exc:
         raise InputError(f"RCABOT_SUMMARY_TZ={tz!r}: not a time zone (e.g. 'Europe/Berlin')") from exc
     now = text("RCABOT_NOW")
+    key = text("ANTHROPIC_API_KEY")
+    reasoner = text("RCABOT_REASONER", "claude" if key else "offline").lower()
+    if reasoner not in ("claude", "offline"):
+        raise InputError(f"RCABOT_REASONER={reasoner!r}: expected claude or offline")
+    if reasoner == "claude" and not key:
+        raise InputError("RCABOT_REASONER=claude needs ANTHROPIC_API_KEY")
     return Settings(
         bot_token=text("SLACK_BOT_TOKEN"),
         signing_secret=text("SLACK_SIGNING_SECRET"),
@@ -70,6 +94,12 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         summary_channel=text("RCABOT_SUMMARY_CHANNEL"),
         summary_cron=cron,
         summary_tz=tz,
+        reasoner=reasoner,
+        anthropic_api_key=key,
+        anthropic_base_url=text("ANTHROPIC_BASE_URL"),
+        model=text("RCABOT_MODEL", DEFAULT_MODEL),
+        llm_max_calls=number("RCABOT_LLM_MAX_CALLS", 20, low=0, high=1000),
+        llm_max_tokens=number("RCABOT_LLM_MAX_TOKENS", 60_000, low=0, high=10_000_000),
     )
 
 

@@ -26,8 +26,11 @@ from rca.engines import build_engine
 from rca.engines.lats import SearchEngine
 from rca.errors import InputError
 from rca.evidence.toolbox import Toolbox
-from rca.explain import Answer, ChartRequest, answer, entities_of, parse_question
+from rca.explain import Answer, ChartRequest, Topic, answer, entities_of, grounding, parse_question
 from rca.model import Incident, Modality, Window
+from rca.reasoners import Reasoner
+from rca.reasoners.claude import ClaudeReasoner
+from rca.reasoners.offline import OfflineReasoner
 from rca.replay import suggest
 from rca.search.events import Event, Finished
 from rca.sources.protocols import MetricQuery
@@ -98,13 +101,15 @@ class Summary:
 
 class Desk:
     def __init__(self, *, telemetry: Telemetry, store: Store, memory: RepairMemory | None = None,
-                 engine: str = "lats", workers: int = 2, clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+                 engine: str = "lats", workers: int = 2, reasoner: Reasoner | None = None,
+                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
         if not isinstance(build_engine(engine), SearchEngine):  # a bad name fails now, not on the first /rca
             raise InputError(f"engine {engine!r} gives no four-stage trace; the bot needs lats, linear or linear-multi")
         self.telemetry = telemetry
         self.store = store
         self.memory = memory
         self.engine = engine
+        self.reasoner = reasoner or OfflineReasoner()
         self.clock = clock
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rca-worker")
         self._slots = asyncio.Semaphore(workers)
@@ -160,7 +165,7 @@ class Desk:
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def work() -> None:
-            engine = build_engine(self.engine)
+            engine = build_engine(self.engine, reasoner=self.reasoner)
             assert isinstance(engine, SearchEngine)
 
             async def drive() -> None:
@@ -265,11 +270,23 @@ class Desk:
         verdict = await self.verdict(id)
         parsed = parse_question(question[:2000], services=entities_of(verdict.trace))
         reply = answer(parsed, verdict.trace)
+        if isinstance(self.reasoner, ClaudeReasoner) and reply.chart is None and parsed.topic is not Topic.HELP:
+            reply = await self._model_answer(question, verdict.trace) or reply
         chart = await self.chart(id, reply.chart) if reply.chart is not None else None
         text = reply.text if reply.chart is None or chart is not None else (
             f"I found no metric matching {reply.chart.metric!r} for {reply.chart.entity}.")
         await asyncio.to_thread(self.store.add_question, id, user=user, question=question, answer=text)
         return Answer(text, reply.chart), chart
+
+    async def _model_answer(self, question: str, trace: Trace) -> Answer | None:
+        """Claude's answer grounded in the trace's summary; None when it cannot give one."""
+        assert isinstance(self.reasoner, ClaudeReasoner)
+        model = self.reasoner.for_investigation()
+        try:
+            text = await model.answer(question, grounding(trace), {ev.id for ev in trace.evidence_package.evidence})
+        finally:
+            await model.aclose()
+        return Answer(text) if text else None
 
     async def chart(self, id: str, request: ChartRequest | None = None) -> Chart | None:
         """A PNG of a metric around the onset: the one asked for, else the root cause's most

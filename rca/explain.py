@@ -226,3 +226,22 @@ def _chart(trace: Trace, question: Question) -> Answer:
 def _missing(trace: Trace) -> str:
     missing = trace.evidence_package.missing
     return ("Missing: " + "; ".join(missing) + ".") if missing else ""
+
+
+def grounding(trace: Trace) -> dict[str, object]:
+    """What a model may answer from: the trace in brief, every item citable by its id."""
+    by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
+    cited = [by_id[i] for h in trace.hypotheses[:5] for i in h.evidence[:4] if i in by_id]
+    strongest = sorted(trace.evidence_package.evidence, key=lambda ev: -ev.score)[:8]
+    evidence = list({ev.id: ev for ev in cited + strongest}.values())
+    return {
+        "symptom": trace.symptom, "window": trace.evidence_package.window.to_iso(),
+        "ranking": [{"id": h.id, "service": h.service, "fault_type": h.fault_type.value, "value": round(h.value, 3),
+                     "evidence": list(h.evidence[:4])} for h in trace.hypotheses[:5]],
+        "chains": [[c.links[0].source, *[ln.target for ln in c.links]] for c in trace.chains if c.links],
+        "evidence": [{"id": ev.id, "entity": ev.entity, "detail": ev.detail[:160], "onset": ev.onset}
+                     for ev in evidence],
+        "tests": [{"id": t.id, "target": t.target, "subject": t.subject, "rationale": t.rationale[:200]}
+                  for t in trace.decision.tests],
+        "missing": list(trace.evidence_package.missing),
+    }  # fmt: skip

@@ -6,6 +6,7 @@ from typing import Protocol
 
 from rca.errors import EngineError
 from rca.model import Diagnosis, Incident
+from rca.reasoners import Reasoner
 
 
 class Engine(Protocol):
@@ -20,16 +21,17 @@ def engine_names() -> tuple[str, ...]:
     return ("lats", "linear", "linear-multi", "baro")
 
 
-def build_engine(name: str, *, ablation: str = "", repair: bool = False) -> Engine:
+def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasoner: Reasoner | None = None) -> Engine:
     """An engine by its command-line name, optionally with one ablation (`lats` only) or
-    followed by STAR's audit and repair (the search engines)."""
+    followed by STAR's audit and repair (the search engines); the search engines take a
+    reasoner (the offline one by default)."""
     from rca.engines.baro import BaroEngine
     from rca.engines.lats import ABLATIONS, VARIANTS, SearchEngine, Variant, ablate
     from rca.engines.star import StarEngine
 
     key = name.strip().lower()
     if repair and key in VARIANTS:
-        base = build_engine(key, ablation=ablation)
+        base = build_engine(key, ablation=ablation, reasoner=reasoner)
         assert isinstance(base, SearchEngine)
         return StarEngine(base)
     if key == "baro" and not ablation:
@@ -40,6 +42,6 @@ def build_engine(name: str, *, ablation: str = "", repair: bool = False) -> Engi
             if ablation not in ABLATIONS:
                 raise EngineError(f"unknown ablation {ablation!r}; choose from {', '.join(ABLATIONS)}")
             variant = Variant(variant.name, variant.order, ablate(variant.config, ablation))
-            return SearchEngine(variant, name=f"{key}-no-{ablation}")
-        return SearchEngine(variant)
+            return SearchEngine(variant, name=f"{key}-no-{ablation}", reasoner=reasoner)
+        return SearchEngine(variant, reasoner=reasoner)
     raise EngineError(f"unknown engine {name!r}; choose from {', '.join(engine_names())}")

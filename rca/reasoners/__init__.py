@@ -20,10 +20,15 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    notes: tuple[str, ...] = ()  # what did not go as planned (a fallback, a spent budget)
 
 
 class Reasoner(Protocol):
     name: str
+
+    def for_investigation(self) -> Reasoner:
+        """The reasoner one investigation uses (its own budget and usage, where it has them)."""
+        ...
 
     async def propose(self, state: DiagnosticState, *, n: int, seed: int) -> list[Action]:
         """N candidate actions, sampled; repeats are allowed and measure self-consistency."""
@@ -39,4 +44,8 @@ class Reasoner(Protocol):
 
     def usage(self) -> Usage:
         """What this reasoner has spent so far."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what it holds (a model client's connections)."""
         ...

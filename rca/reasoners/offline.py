@@ -36,6 +36,12 @@ class OfflineReasoner:
     def usage(self) -> Usage:
         return Usage()
 
+    def for_investigation(self) -> OfflineReasoner:
+        return self  # stateless: one serves every investigation
+
+    async def aclose(self) -> None:
+        return None
+
     # -- propose -----------------------------------------------------------------------
     def priorities(self, state: DiagnosticState) -> dict[Action, float]:
         """Every untried action this agent may take, with how promising it looks."""

@@ -43,6 +43,7 @@ async def run_search(
 ) -> AsyncIterator[Event]:
     """The investigation as a stream of events; the last one is Finished with the trace."""
     started = time.perf_counter()
+    reasoner = reasoner.for_investigation()
     toolbox = Toolbox(incident)
     graph = await toolbox.topology()
     kinds = available_agents(incident, order)
@@ -77,7 +78,10 @@ async def run_search(
         if done:
             break
     merged = _merge(agents, shared, incident)
-    decision = await reasoner.decide(merged)
+    try:
+        decision = await reasoner.decide(merged)
+    finally:
+        await reasoner.aclose()
     trace = _trace(incident, merged, toolbox, engine, agents, shared, started)
     yield Finished(decision.summary, to_json(trace))
 
@@ -100,16 +104,16 @@ def _merge(agents: list[AgentSearch], shared: Shared, incident: Incident) -> Dia
 def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine: str,
            agents: list[AgentSearch], shared: Shared, started: float) -> Trace:  # fmt: skip
     entities = {ev.entity for ev in state.evidence} | set(state.scope)
+    usage = shared.reasoner.usage()
     ep = EvidencePackage(
         window=incident.window, modalities=incident.sources.modalities(),
         scope=tuple(sorted(state.scope)), evidence=state.evidence,
-        missing=tuple(dict.fromkeys(toolbox.missing)),
+        missing=tuple(dict.fromkeys(toolbox.missing)) + usage.notes,
         edge_shares={e: toolbox.edge_share(e) for e in sorted(entities)},
     )  # fmt: skip
     hyps = state.hypotheses
     chains = analysis_structure(ep, hyps, graph=shared.graph, symptom=incident.symptom)
     decision = decision_report(ep, hyps, symptom=incident.symptom)
-    usage = shared.reasoner.usage()
     cost = Cost(
         seconds=time.perf_counter() - started, iterations=sum(a.iterations for a in agents),
         hypotheses=len(shared.seen_hypotheses), evidence_items=len(shared.registry),

@@ -1,0 +1,298 @@
+"""The Claude reasoner: the same three roles as the offline one, played by a model through the
+anthropic SDK, cheaper than the paper by design and safe with untrusted telemetry.
+
+Cost: all N candidate actions come from one call, all reflections of an expansion from one
+call; the system prompt and the tool definitions are identical on every call and marked for
+prompt caching; the model sees compact summaries (top hypotheses, the strongest evidence,
+clipped and redacted), never raw telemetry; a per-investigation budget of calls and tokens
+hands the rest of the search to the offline reasoner.
+
+Safety: telemetry travels only inside a <telemetry_data> JSON block (with `<` and `>` escaped,
+so no text can close it); the model can only pick among offered action ids and cited evidence
+ids, and every answer is validated against a JSON Schema and those sets. An answer that does
+not validate is retried once with the error; then the offline reasoner takes that step. API
+failures the SDK's own retries cannot cure (429, 529, 5xx, timeouts) do the same, and after two
+the model is not called again for this investigation. Every such fallback is noted, and the
+notes reach the trace as what was missing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, TypeVar
+
+import anthropic
+import jsonschema
+
+from rca.reasoners import Usage
+from rca.reasoners.offline import OfflineReasoner
+from rca.redact import redact
+from rca.search.actions import Action
+from rca.search.state import Decision, DiagnosticState, Reflection, Step
+
+T = TypeVar("T")
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+SYSTEM = (resources.files("rca.reasoners") / "prompts" / "system.md").read_text()
+MAX_ACTIONS = 15  # offered per proposal
+MAX_EVIDENCE = 12  # shown per state
+DETAIL_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeConfig:
+    model: str = DEFAULT_MODEL
+    api_key: str | None = None
+    base_url: str | None = None
+    max_calls: int = 20  # per investigation
+    max_tokens: int = 60_000  # per investigation: input, cache writes and reads, and output
+    timeout: float = 30.0  # per call, seconds
+    max_retries: int = 2  # the SDK's own retries (429, 529, 5xx, connection) with backoff
+    response_tokens: int = 1024
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+_UNIT = {"type": "number", "minimum": 0, "maximum": 1}
+TOOLS: list[dict[str, Any]] = [
+    {"name": "propose_actions",
+     "description": "Choose the next investigative actions, by the ids offered in the data.",
+     "input_schema": _schema({"candidates": {"type": "array", "minItems": 1, "maxItems": 10, "items": _schema(
+         {"action": {"type": "string", "pattern": "^a[0-9]{1,3}$"}, "reason": {"type": "string", "maxLength": 300}},
+         ["action"])}}, ["candidates"])},
+    {"name": "score_reflections",
+     "description": "Score every executed step: evidence quality e, completeness c_comp, consistency k.",
+     "input_schema": _schema({"reflections": {"type": "array", "minItems": 1, "maxItems": 10, "items": _schema(
+         {"step": {"type": "integer", "minimum": 1}, "e": _UNIT, "c_comp": _UNIT, "k": _UNIT,
+          "note": {"type": "string", "maxLength": 300}}, ["step", "e", "c_comp", "k"])}}, ["reflections"])},
+    {"name": "judge_decision",
+     "description": "Judge which hypothesis explains the symptom, with a calibrated confidence.",
+     "input_schema": _schema({"lead": {"type": "string", "pattern": "^h-[0-9]{1,4}$"}, "confidence": _UNIT,
+                              "rationale": {"type": "string", "maxLength": 600}}, ["lead", "confidence", "rationale"])},
+    {"name": "answer_question",
+     "description": "Answer an engineer's question about the investigation, citing evidence ids.",
+     "input_schema": _schema({"answer": {"type": "string", "maxLength": 2000},
+                              "cited": {"type": "array", "maxItems": 12, "items": {"type": "string"}}},
+                             ["answer", "cited"])},
+]  # fmt: skip
+TOOLS[-1] = {**TOOLS[-1], "cache_control": {"type": "ephemeral"}}  # caches the system prompt and all tools
+_SCHEMAS = {t["name"]: t["input_schema"] for t in TOOLS}
+
+
+class InvalidAnswer(ValueError):
+    """A model answer that parsed but names something the engine did not offer."""
+
+
+class ClaudeReasoner:
+    name = "claude"
+
+    def __init__(self, config: ClaudeConfig = ClaudeConfig(), *, client: anthropic.AsyncAnthropic | None = None,
+                 offline: OfflineReasoner | None = None) -> None:  # fmt: skip
+        self.config = config
+        self._client = client
+        self.offline = offline or OfflineReasoner()
+        self._usage = Usage()
+        self._notes: dict[str, int] = {}
+        self._failures = 0
+
+    def for_investigation(self) -> ClaudeReasoner:
+        """A reasoner with its own budget and usage for one investigation (and a client made in
+        that investigation's event loop)."""
+        return ClaudeReasoner(self.config, offline=self.offline)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def usage(self) -> Usage:
+        notes = tuple(f"{n} ({k}x)" if k > 1 else n for n, k in self._notes.items())
+        return Usage(self._usage.calls, self._usage.input_tokens, self._usage.output_tokens,
+                     self._usage.cached_tokens, notes)  # fmt: skip
+
+    # -- the three roles ---------------------------------------------------------------------
+    async def propose(self, state: DiagnosticState, *, n: int, seed: int) -> list[Action]:
+        priorities = self.offline.priorities(state)
+        if not priorities:
+            return []
+        offered = sorted(priorities, key=lambda a: (-priorities[a], a.signature))[:MAX_ACTIONS]
+        ids = {f"a{i}": a for i, a in enumerate(offered, start=1)}
+        data = {**_state(state), "choose": n,
+                "actions": [{"id": i, "tool": a.tool.value, "target": a.target, "prior": round(priorities[a], 2)}
+                            for i, a in ids.items()]}  # fmt: skip
+
+        def parse(answer: dict[str, Any]) -> list[Action]:
+            chosen = [c["action"] for c in answer["candidates"]]
+            unknown = [c for c in chosen if c not in ids]
+            if unknown:
+                raise InvalidAnswer(f"actions {unknown} were not offered; choose from {sorted(ids)}")
+            return [ids[c] for c in chosen][:n]
+
+        picked = await self._ask("propose_actions", f"Choose {n} candidate actions for the {state.agent} agent.",
+                                 data, parse)  # fmt: skip
+        return picked if picked else await self.offline.propose(state, n=n, seed=seed)
+
+    async def reflect(self, state: DiagnosticState, steps: Sequence[Step]) -> list[Reflection]:
+        data = {**_state(state), "steps": [
+            {"step": i, "action": s.action.describe(), "status": s.status,
+             "new_evidence": [_evidence(ev) for ev in sorted(s.new_evidence, key=lambda ev: -ev.score)[:4]],
+             "hypotheses_after": [_hypothesis(h) for h in s.after.hypotheses[:3]]}
+            for i, s in enumerate(steps, start=1)]}  # fmt: skip
+
+        def parse(answer: dict[str, Any]) -> list[Reflection]:
+            by_step = {r["step"]: r for r in answer["reflections"]}
+            if sorted(by_step) != list(range(1, len(steps) + 1)):
+                raise InvalidAnswer(f"score every step 1..{len(steps)} exactly once")
+            return [Reflection(float(r["e"]), float(r["c_comp"]), float(r["k"]), str(r.get("note", ""))[:200])
+                    for r in (by_step[i] for i in range(1, len(steps) + 1))]  # fmt: skip
+
+        scored = await self._ask("score_reflections", f"Score all {len(steps)} executed steps.", data, parse)
+        return scored if scored else await self.offline.reflect(state, steps)
+
+    async def decide(self, state: DiagnosticState) -> Decision:
+        engine = await self.offline.decide(state)
+        if not state.hypotheses:
+            return engine
+        top = state.hypotheses[:5]
+        by_id = {ev.id: ev for ev in state.evidence}
+        data = {"symptom": state.symptom, "hypotheses": [
+            {**_hypothesis(h), "id": h.id,
+             "evidence": [_evidence(by_id[i]) for i in h.evidence[:3] if i in by_id]} for h in top]}  # fmt: skip
+
+        def parse(answer: dict[str, Any]) -> tuple[str, str]:
+            if answer["lead"] not in {h.id for h in top}:
+                raise InvalidAnswer(f"lead {answer['lead']!r} is not one of {[h.id for h in top]}")
+            return str(answer["lead"]), redact(" ".join(str(answer["rationale"]).split()))[:400]
+
+        judged = await self._ask("judge_decision", "Judge which hypothesis explains the symptom.", data, parse)
+        if judged is None:
+            return engine
+        lead, rationale = judged
+        if lead != top[0].id:  # the ranking stays the engine's; the disagreement is reported
+            rationale = f"{rationale} (the model favours {next(h.service for h in top if h.id == lead)})"
+        return Decision(engine.ranking, engine.confidence, f"{top[0].service} ({top[0].fault_type.value}) "
+                        f"explains the symptom at {state.symptom}: {rationale}")  # fmt: skip
+
+    async def answer(self, question: str, summary: dict[str, Any], evidence_ids: set[str]) -> str | None:
+        """An answer to an engineer's question grounded in an investigation summary; None when
+        the model cannot give one (the caller answers offline)."""
+        data = {"question": question[:1000], "investigation": summary}
+
+        def parse(answer: dict[str, Any]) -> str:
+            bad = [c for c in answer["cited"] if c not in evidence_ids]
+            if bad:
+                raise InvalidAnswer(f"cited ids {bad} are not in the investigation")
+            cites = f" (evidence: {', '.join(answer['cited'])})" if answer["cited"] else ""
+            return redact(str(answer["answer"]).strip()) + cites
+
+        return await self._ask("answer_question", "Answer the engineer's question.", data, parse)
+
+    # -- one call ----------------------------------------------------------------------------
+    async def _ask(self, tool: str, instruction: str, data: dict[str, Any],
+                   parse: Callable[[dict[str, Any]], T]) -> T | None:  # fmt: skip
+        """Call the model for one job; the parsed answer, or None for the offline reasoner."""
+        if self._failures >= 2:
+            return None
+        content = f"{instruction}\n\n<telemetry_data>\n{_data_block(data)}\n</telemetry_data>"
+        messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
+        for attempt in (1, 2):
+            if not self._affordable(content):
+                self._note(f"model budget spent ({self.config.max_calls} calls / {self.config.max_tokens} tokens): "
+                           "the offline reasoner finished the search")  # fmt: skip
+                return None
+            try:
+                response = await self._client_here().messages.create(  # type: ignore[call-overload]
+                    model=self.config.model, max_tokens=self.config.response_tokens,
+                    system=[{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
+                    tools=TOOLS, tool_choice={"type": "tool", "name": tool}, messages=messages,
+                    timeout=self.config.timeout)  # fmt: skip
+            except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
+                self._failures += 1
+                self._note(f"model unavailable ({_reason(exc)}): the offline reasoner took those steps")
+                return None
+            self._count(response.usage)
+            block = next((b for b in response.content if b.type == "tool_use" and b.name == tool), None)
+            try:
+                if block is None:
+                    raise InvalidAnswer(f"call the tool {tool}")
+                raw = dict(block.input) if isinstance(block.input, dict) else {}
+                jsonschema.validate(raw, _SCHEMAS[tool])
+                return parse(raw)
+            except (jsonschema.ValidationError, InvalidAnswer) as exc:
+                error = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
+                if attempt == 2 or block is None:
+                    break
+                messages = [*messages, {"role": "assistant", "content": [b.model_dump() for b in response.content]},
+                            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id,
+                                                          "is_error": True, "content": f"Invalid: {error[:300]}"}]}]  # fmt: skip
+        self._note(f"invalid model answer for {tool}: the offline reasoner took that step")
+        return None
+
+    def _client_here(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            self._client = anthropic.AsyncAnthropic(api_key=self.config.api_key, base_url=self.config.base_url,
+                                                    max_retries=self.config.max_retries, timeout=self.config.timeout)  # fmt: skip
+        return self._client
+
+    def _affordable(self, content: str) -> bool:
+        used = self._usage.input_tokens + self._usage.output_tokens + self._usage.cached_tokens
+        estimate = len(SYSTEM) // 4 + 700 + len(content) // 3 + self.config.response_tokens // 4
+        return self._usage.calls < self.config.max_calls and used + estimate <= self.config.max_tokens
+
+    def _count(self, usage: Any) -> None:
+        cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+        cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
+        u = self._usage
+        self._usage = Usage(u.calls + 1, u.input_tokens + int(usage.input_tokens) + cache_write,
+                            u.output_tokens + int(usage.output_tokens), u.cached_tokens + cache_read)  # fmt: skip
+
+    def _note(self, text: str) -> None:
+        self._notes[text] = self._notes.get(text, 0) + 1
+
+
+def _reason(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    kind = body.get("error", {}).get("type") if isinstance(body, dict) else None
+    return f"{status} {kind}" if status else type(exc).__name__
+
+
+def _state(state: DiagnosticState) -> dict[str, Any]:
+    """What the model sees of a state: compact, clipped, redacted by _data_block."""
+    strongest = sorted(state.evidence, key=lambda ev: -ev.score)[:MAX_EVIDENCE]
+    return {
+        "agent": state.agent.value, "symptom": state.symptom, "window": state.window.to_iso(),
+        "handoff_summary": state.handoff, "scope": sorted(state.scope)[:30],
+        "hypotheses": [_hypothesis(h) for h in state.hypotheses[:8]],
+        "evidence": [_evidence(ev) for ev in strongest],
+    }  # fmt: skip
+
+
+def _hypothesis(h: Any) -> dict[str, Any]:
+    return {"service": h.service, "fault_type": h.fault_type.value, "value": round(h.value, 3)}
+
+
+def _evidence(ev: Any) -> dict[str, Any]:
+    return {"id": ev.id, "entity": ev.entity, "modality": ev.modality.value, "score": round(ev.score, 1),
+            "onset": ev.onset, "detail": ev.detail[:DETAIL_CHARS]}  # fmt: skip
+
+
+def _data_block(data: dict[str, Any]) -> str:
+    """JSON with every string redacted and no `<` or `>` left to close the data tag."""
+    text = json.dumps(_redacted(data), ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
