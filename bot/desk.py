@@ -13,8 +13,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -223,7 +222,16 @@ class Desk:
             if progress is not None:
                 loop.call_soon_threadsafe(progress, s)
 
-        result = await self._in_worker(partial(repair, before.trace, ctx, RepairConfig(), self.memory, progress=step))
+        async def run() -> RepairResult:  # on a worker, in its own loop: the model client is made there
+            model = self.reasoner.for_investigation()
+            critic = model.stage_critic if isinstance(model, ClaudeReasoner) else None
+            try:
+                return await repair(before.trace, replace(ctx, critic=critic), RepairConfig(), self.memory,
+                                    progress=step)  # fmt: skip
+            finally:
+                await model.aclose()
+
+        result = await self._in_worker(run)
         top = [h.service for h in before.trace.hypotheses[:1]] + [""]
         top_after = [h.service for h in result.trace.hypotheses[:1]] + [""]
         repaired = to_json(result.trace)

@@ -34,6 +34,7 @@ from rca.search.actions import Action
 from rca.search.state import Decision, DiagnosticState, Reflection, Step
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 SYSTEM = (resources.files("rca.reasoners") / "prompts" / "system.md").read_text()
@@ -74,6 +75,11 @@ TOOLS: list[dict[str, Any]] = [
      "description": "Judge which hypothesis explains the symptom, with a calibrated confidence.",
      "input_schema": _schema({"lead": {"type": "string", "pattern": "^h-[0-9]{1,4}$"}, "confidence": _UNIT,
                               "rationale": {"type": "string", "maxLength": 600}}, ["lead", "confidence", "rationale"])},
+    {"name": "choose_patches",
+     "description": "Order the offered patch operators for a stage of an RCA trace, most promising first.",
+     "input_schema": _schema({"order": {"type": "array", "minItems": 1, "maxItems": 20, "items": _schema(
+         {"patch": {"type": "string", "pattern": "^p[0-9]{1,2}$"}, "reason": {"type": "string", "maxLength": 300}},
+         ["patch"])}}, ["order"])},
     {"name": "answer_question",
      "description": "Answer an engineer's question about the investigation, citing evidence ids.",
      "input_schema": _schema({"answer": {"type": "string", "maxLength": 2000},
@@ -177,6 +183,27 @@ class ClaudeReasoner:
             rationale = f"{rationale} (the model favours {next(h.service for h in top if h.id == lead)})"
         return Decision(engine.ranking, engine.confidence, f"{top[0].service} ({top[0].fault_type.value}) "
                         f"explains the symptom at {state.symptom}: {rationale}")  # fmt: skip
+
+    async def stage_critic(self, stage: str, verdict: Any, menu: list[P], k: int) -> list[P]:
+        """STAR's stage critic: the offline menu of patch operators for a stage, reordered by
+        the model from the stage's violations; the menu as it was when the model cannot."""
+        ids = {f"p{i}": p for i, p in enumerate(menu, start=1)}
+        diagnostic = next((d for d in verdict.stages if d.stage == stage), None)
+        data = {"stage": stage, "k": k, "audit_score": round(verdict.score, 3),
+                "violations": [{"criterion": c.name, "score": round(c.score, 3), "explanation": c.explanation[:200]}
+                               for c in (diagnostic.violations if diagnostic else ())],
+                "patches": [{"id": i, "name": getattr(p, "name", str(p))} for i, p in ids.items()]}  # fmt: skip
+
+        def parse(answer: dict[str, Any]) -> list[P]:
+            chosen = [o["patch"] for o in answer["order"]]
+            unknown = [c for c in chosen if c not in ids]
+            if unknown:
+                raise InvalidAnswer(f"patches {unknown} were not offered; choose from {sorted(ids)}")
+            first = [ids[c] for c in dict.fromkeys(chosen)]
+            return first + [p for p in menu if p not in first]
+
+        ordered = await self._ask("choose_patches", f"Order the patches for the {stage} stage.", data, parse)
+        return ordered if ordered else menu
 
     async def answer(self, question: str, summary: dict[str, Any], evidence_ids: set[str]) -> str | None:
         """An answer to an engineer's question grounded in an investigation summary; None when

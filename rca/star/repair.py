@@ -118,6 +118,15 @@ def critic(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
     return proposals[:k]
 
 
+async def propose_patches(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
+                          remembered: Sequence[RepairRecord] = ()) -> list[Patch]:  # fmt: skip
+    """K candidates for a stage: the offline critic's menu, ordered by the model critic if any."""
+    menu = critic(stage, trace, ctx, verdict, 99, remembered)
+    if ctx.critic is not None and len(menu) > 1:
+        menu = await ctx.critic(stage, verdict, menu, k)
+    return menu[:k]
+
+
 def _constant(trace: Trace):  # type: ignore[no-untyped-def]
     async def regenerate(_: Trace, __: RepairContext) -> Trace:
         return trace
@@ -163,7 +172,7 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
         if route is Route.FAST or not config.counterfactual:
             blamed = verdict.blamed
             stage = stages[0] if rolled_back or blamed is None else blamed.stage
-            patch = critic(stage, current, ctx, verdict, 1, remembered)[0]
+            patch = (await propose_patches(stage, current, ctx, verdict, 1, remembered))[0]
             candidate = await apply_patch(patch, current, ctx)
             replays += 1
             after = audit(candidate, ctx.audit, config.star)
@@ -191,7 +200,7 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
                 continue
             baseline = max(verdict.score, control_score)
             best: tuple[float, Trace, Patch] | None = None
-            proposals = critic(stage, current, ctx, verdict, config.k, remembered)
+            proposals = await propose_patches(stage, current, ctx, verdict, config.k, remembered)
             if previous is not None:  # re-running this stage from its inputs is a candidate too
                 proposals.insert(0, Patch(stage, "regenerate", _constant(previous)))
             for patch in proposals:

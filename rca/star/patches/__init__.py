@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rca.star.criteria import AuditContext
 from rca.trace import Trace
@@ -30,6 +31,8 @@ class RepairContext:
     audit: AuditContext
     recollect: Callable[[Trace, tuple[str, ...], float], Awaitable[Trace]] | None = None
     # recollect(trace, entities, widen_share): a new evidence package from the telemetry
+    critic: Callable[[str, Any, list[Patch], int], Awaitable[list[Patch]]] | None = None
+    # critic(stage, audit, menu, k): a model's order of the offline critic's menu (None: keep it)
 
 
 def by_violation(stage: str, table: Mapping[str, tuple[str, PatchFn]], violated: set[str]) -> list[Patch]:

@@ -45,6 +45,8 @@ def scripted(tool: str, data: dict[str, Any], request: dict[str, Any]) -> dict[s
             out.append({"step": s["step"], "e": round(0.3 + 0.7 * min(1.0, best / 10), 3), "c_comp": 0.6,
                         "k": 0.8, "note": "scored by evidence strength"})  # fmt: skip
         return {"reflections": out}
+    if tool == "choose_patches":  # the last offered first: a model with its own view
+        return {"order": [{"patch": p["id"]} for p in reversed(data["patches"])]}
     if tool == "judge_decision":
         return {"lead": data["hypotheses"][0]["id"], "confidence": 0.7, "rationale": "strongest localised evidence"}
     return {"answer": "The leading hypothesis has the strongest localised evidence.", "cited": []}

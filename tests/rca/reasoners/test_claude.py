@@ -69,7 +69,7 @@ def test_request_shape_and_one_call_for_n_candidates() -> None:
         (req,) = api.requests
         assert req["model"] == "claude-sonnet-5-5" and req["max_tokens"] > 0
         assert req["system"][0]["cache_control"] == {"type": "ephemeral"}
-        assert [t["name"] for t in req["tools"]] == ["propose_actions", "score_reflections", "judge_decision", "answer_question"]
+        assert [t["name"] for t in req["tools"]] == ["propose_actions", "score_reflections", "judge_decision", "choose_patches", "answer_question"]
         assert req["tools"][-1]["cache_control"] == {"type": "ephemeral"}
         assert req["tool_choice"] == {"type": "tool", "name": "propose_actions"}
         key = api.headers[0].get("x-api-key") or api.headers[0].get("Authorization", "").removeprefix("Bearer ")
@@ -203,5 +203,22 @@ def test_a_whole_investigation_within_budget(nezha_slice: Path) -> None:
         assert cost.llm_cached_tokens > 0
         assert any("budget spent" in m for m in diagnosis.missing)  # the offline reasoner finished
         assert diagnosis.ranking
+
+    with_standin(test)
+
+
+def test_stage_critic_orders_the_offered_patches() -> None:
+    from rca.star.audit import Audit, Route, StageDiagnostic
+    from rca.star.criteria import Criterion
+
+    violation = Criterion("analysis_structure", "cause_before_effect", 0.0, 1.0, "api's onset precedes db's")
+    verdict = Audit(0.6, Route.SLOW, (StageDiagnostic("analysis_structure", 0.4, 0.6, (violation,)),), (violation,))
+    menu = ["prune_unreachable", "restore_order", "require_evidence"]
+
+    async def test(api: MessagesStandIn, claude: ClaudeReasoner) -> None:
+        ordered = await claude.stage_critic("analysis_structure", verdict, menu, 2)
+        assert ordered == ["require_evidence", "restore_order", "prune_unreachable"]
+        data = telemetry_data(api.requests[0])
+        assert data["violations"][0]["criterion"] == "cause_before_effect" and len(data["patches"]) == 3
 
     with_standin(test)

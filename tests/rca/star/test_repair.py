@@ -109,3 +109,26 @@ def test_memory_reduces_replays_on_a_recurring_pattern(setup: tuple[Trace, Repai
     second = _run(broken, ctx, cfg, memory)
     assert second.decisive_stage == first.decisive_stage
     assert second.replays < first.replays
+
+
+def test_a_model_critic_orders_the_candidates(setup: tuple[Trace, RepairContext]) -> None:
+    trace, ctx = setup
+    broken = replace(trace, chains=tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links))
+                                         for c in trace.chains))  # fmt: skip
+    asked: list[list[str]] = []
+    applied: list[str] = []
+
+    def recorded(patch):  # type: ignore[no-untyped-def]
+        async def apply(t, c):  # type: ignore[no-untyped-def]
+            applied.append(patch.name)
+            return await patch.apply(t, c)
+
+        return replace(patch, apply=apply)
+
+    async def reversing(stage, verdict, menu, k):  # type: ignore[no-untyped-def]
+        asked.append([p.name for p in menu])
+        return [recorded(p) for p in reversed(menu)]
+
+    _run(broken, replace(ctx, critic=reversing), RepairConfig(tau=0.99, epsilon=0.01, rounds=1, k=1))
+    assert asked and all(len(menu) > 1 for menu in asked)  # consulted with the whole menu
+    assert applied == [menu[-1] for menu in asked]  # with k=1, only the critic's pick was tried
