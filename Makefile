@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint eval bench clean
+.PHONY: demo demo-live test prometheus lint eval bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -15,7 +15,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/rcabot demo
 
-test: $(STAMP)
+demo-live: $(STAMP) prometheus
+	$(BIN)/python scripts/demo_live.py
+
+prometheus:
+	@bash scripts/ensure-prometheus.sh
+
+test: $(STAMP) prometheus
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest

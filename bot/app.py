@@ -19,7 +19,7 @@ from bot import scheduler
 from bot.config import Settings, require_slack
 from bot.desk import Desk
 from bot.front import SlackFront
-from bot.telemetry import ReplayTelemetry, Telemetry, embedded_data
+from bot.telemetry import Telemetry, telemetry_from
 from handlers import actions, commands, events
 from storage.investigations import Store
 from storage.repair_memory import SqliteRepairMemory
@@ -62,7 +62,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
         require_slack(settings)
     store = Store(settings.db)
     memory = SqliteRepairMemory(settings.db)  # the same file, its own table
-    telemetry = telemetry or ReplayTelemetry(settings.data or embedded_data(), now=settings.now)
+    telemetry = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
     desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
                 reasoner=settings.build_reasoner())  # fmt: skip
     client = web_client(settings)

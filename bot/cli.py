@@ -16,10 +16,11 @@ import jsonschema
 import networkx as nx
 
 from bot.app import serve
+from bot.backfill import export_case
 from bot.config import read_settings
 from bot.console import PROMPT, Console
 from bot.desk import Desk
-from bot.telemetry import ReplayTelemetry, embedded_data
+from bot.telemetry import embedded_data, telemetry_from
 from bot.terminal import (
     ProgressBar,
     render_audit,
@@ -49,7 +50,6 @@ from rca.star.verify import run_tests
 from rca.timestamps import parse_timestamp
 from rca.trace import Trace, from_json
 from rca.trace import to_json as trace_json
-from rca.windows import parse_window
 from storage.investigations import Store
 from storage.repair_memory import SqliteRepairMemory
 
@@ -80,7 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     inv = sub.add_parser("investigate", help="rank root causes for one incident")
     inv.add_argument("service", help="where the symptom shows (the alerting service)")
     inv.add_argument("window", help="30m, 1h30m, 90s, 14:05-14:35 or START/END")
-    inv.add_argument("--data", type=Path, required=True, help="a recorded dataset to read")
+    inv.add_argument("--data", type=Path, help="a recorded dataset to read (default: RCABOT_DATA, or only live backends)")
+    inv.add_argument("--prometheus", help="a Prometheus base URL to read metrics from (default: PROMETHEUS_URL)")
+    inv.add_argument("--prom-mapping", type=Path, help="engine metric -> PromQL YAML (default: RCABOT_PROM_MAPPING or built-in)")
     inv.add_argument("--at", help="'now' inside the recorded data (ISO time or epoch)")
     inv.add_argument("--engine", default="lats", choices=engine_names())
     inv.add_argument("--json", action="store_true", help="print the four-stage trace as JSON")
@@ -119,6 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", help="investigate the embedded TrainTicket incident, offline")
 
     sub.add_parser("serve", help="run the Slack app (settings from the environment, see .env.example)")
+
+    bf = sub.add_parser("backfill-prometheus", help="a recorded incident's metrics as OpenMetrics + a mapping file")
+    bf.add_argument("data", type=Path, help="a recorded dataset")
+    bf.add_argument("--out", type=Path, required=True, help="directory for metrics.om and mapping.yaml")
+    bf.add_argument("--match", default="", help="the first case whose id contains this text")
 
     co = sub.add_parser("console", help="the Slack experience in a terminal: /rca, repair, verify, questions")
     co.add_argument("--data", type=Path, help="a recorded dataset to replay (default: RCABOT_DATA or the embedded incident)")
@@ -165,6 +172,8 @@ async def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "console":
         return await _console(args)
+    if args.command == "backfill-prometheus":
+        return await _backfill(args)
     raise AssertionError(args.command)
 
 
@@ -183,14 +192,17 @@ def _cases(path: Path) -> int:
 
 
 async def _investigate(args: argparse.Namespace) -> int:
-    cases = find_cases(args.data)
-    if args.at:
-        now = parse_timestamp(args.at)
-    else:
-        now = max(c.incident.window.end for c in cases)
+    settings = read_settings()
+    live = replace(settings.live, prometheus_url=args.prometheus or settings.live.prometheus_url,
+                   prom_mapping=args.prom_mapping or settings.live.prom_mapping)  # fmt: skip
+    data = args.data or settings.data
+    if data is None and not live.any:
+        raise InputError("give --data PATH (a recorded dataset) or a live backend (--prometheus URL)")
+    now = parse_timestamp(args.at) if args.at else settings.now
+    if now is None and data is not None:
         print("note: --at not given, replaying at the end of the recorded data", file=sys.stderr)
-    window = parse_window(args.window, now=now)
-    incident = await replay_incident(cases, symptom=args.service, window=window)
+    telemetry = telemetry_from(data=data, now=now, live=live)
+    incident = await telemetry.incident(args.service, await telemetry.window(args.window))
     engine = build_engine(args.engine, reasoner=_reasoner(args))
     diagnosis = await run_live(engine, incident, live=not (args.json or args.quiet))
     if args.json:
@@ -332,13 +344,23 @@ async def _demo() -> int:
     return 0
 
 
+async def _backfill(args: argparse.Namespace) -> int:
+    cases = [c for c in find_cases(args.data) if args.match in c.id]
+    if not cases:
+        raise InputError(f"no case under {args.data} matches {args.match!r}")
+    om, mapping, span = await export_case(cases[0], args.out)
+    print(f"{cases[0].id}: {om} ({span.to_iso()}) and {mapping}")
+    print(f"next: promtool tsdb create-blocks-from openmetrics {om} DATA_DIR")
+    return 0
+
+
 async def _console(args: argparse.Namespace) -> int:
     settings = read_settings()
-    data = args.data or settings.data or embedded_data()
+    data = args.data or settings.data
     now = parse_timestamp(args.at) if args.at else settings.now
     store = Store(args.db or settings.db)
     memory = SqliteRepairMemory(args.db or settings.db)
-    desk = Desk(telemetry=ReplayTelemetry(data, now=now), store=store, memory=memory, engine=settings.engine,
+    desk = Desk(telemetry=telemetry_from(data=data, now=now, live=settings.live), store=store, memory=memory, engine=settings.engine,
                 workers=settings.workers, reasoner=_reasoner(args))  # fmt: skip
 
     async def read() -> str | None:

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
+from bot.telemetry import LiveConfig
 from rca.errors import InputError
 from rca.reasoners import Reasoner
 from rca.reasoners.claude import DEFAULT_MODEL, ClaudeConfig, ClaudeReasoner
@@ -38,6 +39,7 @@ class Settings:
     model: str = DEFAULT_MODEL
     llm_max_calls: int = 20
     llm_max_tokens: int = 60_000
+    live: LiveConfig = LiveConfig()
 
     def claude(self) -> ClaudeConfig:
         return ClaudeConfig(model=self.model, api_key=self.anthropic_api_key or None,
@@ -100,7 +102,18 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         model=text("RCABOT_MODEL", DEFAULT_MODEL),
         llm_max_calls=number("RCABOT_LLM_MAX_CALLS", 20, low=0, high=1000),
         llm_max_tokens=number("RCABOT_LLM_MAX_TOKENS", 60_000, low=0, high=10_000_000),
+        live=LiveConfig(
+            prometheus_url=_url("PROMETHEUS_URL", text("PROMETHEUS_URL")),
+            prom_mapping=Path(text("RCABOT_PROM_MAPPING")) if text("RCABOT_PROM_MAPPING") else None,
+            timeout=float(number("RCABOT_BACKEND_TIMEOUT", 10, low=1, high=300)),
+        ),
     )
+
+
+def _url(name: str, value: str) -> str:
+    if value and not value.startswith(("http://", "https://")):
+        raise InputError(f"{name}={value!r}: expected an http:// or https:// URL")
+    return value
 
 
 def require_slack(settings: Settings) -> None:

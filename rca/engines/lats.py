@@ -80,7 +80,7 @@ def diagnosis_of(incident: Incident, engine: str, trace: dict) -> Diagnosis:
     ranking = tuple(
         Candidate(
             service=r["service"], score=r["confidence"], fault_type=FaultType(r["fault_type"]),
-            evidence=tuple(details[i] for i in hyps[r["hypothesis"]]["evidence"][:3] if i in details),
+            evidence=tuple(dict.fromkeys(details[i] for i in hyps[r["hypothesis"]]["evidence"] if i in details))[:3],
         )
         for r in trace["decision_report"]["ranking"]
     )

@@ -11,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import defaultdict
+from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import networkx as nx
 import numpy as np
 
+from rca.errors import DataError
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.logs import TemplateShift, mine, new_miner, template_shifts
 from rca.evidence.metrics import MetricShift, metric_shifts
@@ -24,9 +27,12 @@ from rca.model import Incident, Modality, Severity
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
+T = TypeVar("T")
+
 METRIC_MIN_Z = 3.0
 LOG_MIN_Z = 3.0
 TRACE_MIN_Z = 3.0
+READ_TIMEOUT = 120.0  # the longest any one backend read may take; each source bounds its own queries first
 LOCAL_SHARE = 0.25  # without an alert time, the window's first quarter is its recent past
 _EXCEPTION_WORDS = ("exception", "threw", "error", "fail", "refused", "timeout", "unavailable")
 
@@ -56,10 +62,27 @@ class Toolbox:
         self._gaps: dict[str, LatencyShift] | None = None
         self._graph: nx.DiGraph | None = None
         self.missing: list[str] = list(incident.missing())
+        self.failed: set[str] = set()  # modalities whose backend failed while reading
 
     def modalities(self) -> frozenset[Modality]:
-        """The modalities this incident has sources for."""
-        return frozenset(Modality(m) for m, ok in self.incident.sources.modalities().items() if ok)
+        """The modalities this incident has sources for and that could be read."""
+        return frozenset(Modality(m) for m, ok in self.available().items() if ok)
+
+    def available(self) -> dict[str, bool]:
+        """Per modality: a source exists and has not failed."""
+        return {m: ok and m not in self.failed for m, ok in self.incident.sources.modalities().items()}
+
+    async def _read(self, modality: str, read: Awaitable[T], default: T) -> T:
+        """A backend read, bounded; a failure marks the modality unavailable and says why."""
+        try:
+            async with asyncio.timeout(READ_TIMEOUT):
+                return await read
+        except (DataError, TimeoutError) as exc:
+            if modality not in self.failed:
+                self.failed.add(modality)
+                reason = str(exc) or f"no answer within {READ_TIMEOUT:.0f} s"
+                self.missing.append(f"{modality}: unavailable ({reason[:200]})")
+            return default
 
     def local_end(self) -> float:
         """Where the window's recent past ends: a quarter into the window.
@@ -76,7 +99,7 @@ class Toolbox:
         """The call graph, caller -> callee; empty when no topology source exists."""
         if self._graph is None:
             src = self.incident.sources.topology
-            self._graph = await src.topology() if src is not None else nx.DiGraph()
+            self._graph = await self._read("topology", src.topology(), nx.DiGraph()) if src is not None else nx.DiGraph()
             if src is None:
                 self.missing.append("topology: absent")
         return self._graph
@@ -84,8 +107,8 @@ class Toolbox:
     async def entities(self) -> tuple[str, ...]:
         """Every entity seen by any source."""
         names = set((await self.topology()).nodes)
-        if self.incident.sources.metrics is not None:
-            names.update(await self.incident.sources.metrics.entities())
+        if self.incident.sources.metrics is not None and "metrics" not in self.failed:
+            names.update(await self._read("metrics", self.incident.sources.metrics.entities(), ()))
         return tuple(sorted(str(n) for n in names))
 
     # -- metrics -----------------------------------------------------------------------
@@ -95,11 +118,13 @@ class Toolbox:
                 self._metrics = {}
                 src = self.incident.sources.metrics
                 if src is not None:
-                    now = await src.series(MetricQuery(self.incident.window))
+                    now = await self._read("metrics", src.series(MetricQuery(self.incident.window)), [])
                     normal = self.incident.normal_for(Modality.METRICS)
                     ref = []
-                    if normal is not None and normal.sources.metrics is not None:
-                        ref = await normal.sources.metrics.series(MetricQuery(normal.window))
+                    if "metrics" in self.failed:
+                        pass
+                    elif normal is not None and normal.sources.metrics is not None:
+                        ref = await self._read("metrics", normal.sources.metrics.series(MetricQuery(normal.window)), [])
                     else:
                         self.missing.append("normal metrics: absent, the start of the window serves")
                     for m in metric_shifts(ref, now, local_end=self.local_end()):
@@ -112,6 +137,8 @@ class Toolbox:
         if self.incident.sources.metrics is None:
             return ToolResult("metrics", entity, query, (), "unavailable")
         shifts = (await self._metric_index()).get(entity, [])
+        if "metrics" in self.failed:
+            return ToolResult("metrics", entity, query, (), "unavailable")
         best: dict[tuple[Signal, bool], MetricShift] = {}
         for m in shifts:
             if m.score < METRIC_MIN_Z:
@@ -143,10 +170,10 @@ class Toolbox:
                     normal = self.incident.normal_for(Modality.LOGS)
                     ref_records = []
                     if normal is not None and normal.sources.logs is not None:
-                        ref_records = await normal.sources.logs.records(LogQuery(normal.window))
+                        ref_records = await self._read("logs", normal.sources.logs.records(LogQuery(normal.window)), [])
                     else:
                         self.missing.append("normal logs: absent, every template counts as new")
-                    now_records = await src.records(LogQuery(self.incident.window))
+                    now_records = await self._read("logs", src.records(LogQuery(self.incident.window)), [])
                     miner = new_miner()
                     ref, now = await asyncio.to_thread(
                         lambda: (mine(miner, ref_records), mine(miner, now_records))
@@ -161,6 +188,8 @@ class Toolbox:
         if self.incident.sources.logs is None:
             return ToolResult("logs", entity, query, (), "unavailable")
         shifts = (await self._log_index()).get(entity, [])
+        if "logs" in self.failed:
+            return ToolResult("logs", entity, query, (), "unavailable")
         items = []
         for t in shifts:
             if not t.template.strip():  # blank lines carry nothing to reason about
@@ -199,10 +228,10 @@ class Toolbox:
                     normal = self.incident.normal_for(Modality.TRACES)
                     ref_spans = []
                     if normal is not None and normal.sources.traces is not None:
-                        ref_spans = await normal.sources.traces.spans(SpanQuery(normal.window))
+                        ref_spans = await self._read("traces", normal.sources.traces.spans(SpanQuery(normal.window)), [])
                     else:
                         self.missing.append("normal traces: absent, no latency baseline")
-                    now_spans = await src.spans(SpanQuery(self.incident.window))
+                    now_spans = await self._read("traces", src.spans(SpanQuery(self.incident.window)), [])
                     (o0, g0), (o1, g1) = timings(ref_spans), timings(now_spans)
                     self._own = {s.subject: s for s in latency_shifts(o0, o1)}
                     self._gaps = {s.subject: s for s in latency_shifts(g0, g1)}
@@ -214,6 +243,8 @@ class Toolbox:
         if self.incident.sources.traces is None:
             return ToolResult("spans", entity, query, (), "unavailable")
         own, gaps = await self._trace_index()
+        if "traces" in self.failed:
+            return ToolResult("spans", entity, query, (), "unavailable")
         items = []
         mine_ = own.get(entity)
         if mine_ is not None and mine_.score >= TRACE_MIN_Z:
@@ -269,7 +300,7 @@ class Toolbox:
 
         query = f"scan {modality}[{self.incident.window.to_iso()}]"
         tool = {"metrics": self.metrics, "logs": self.logs, "traces": self.spans}.get(modality)
-        present = self.incident.sources.modalities().get(modality, False)
+        present = self.available().get(modality, False)
         if tool is None or not present:
             return ToolResult("scan", modality, query, (), "unavailable")
         evidence = [ev for e in await self.entities() for ev in (await tool(e)).evidence]

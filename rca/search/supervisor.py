@@ -106,7 +106,7 @@ def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine:
     entities = {ev.entity for ev in state.evidence} | set(state.scope)
     usage = shared.reasoner.usage()
     ep = EvidencePackage(
-        window=incident.window, modalities=incident.sources.modalities(),
+        window=incident.window, modalities=toolbox.available(),
         scope=tuple(sorted(state.scope)), evidence=state.evidence,
         missing=tuple(dict.fromkeys(toolbox.missing)) + usage.notes,
         edge_shares={e: toolbox.edge_share(e) for e in sorted(entities)},

@@ -12,7 +12,7 @@ EDGE_SHARE = 0.05  # an onset within this share of the window's start may predat
 
 
 def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
-    return [onset_covered(trace), modality_fit(trace, ctx), scope_neighbours(trace, ctx)]
+    return [onset_covered(trace), modality_fit(trace, ctx), scope_neighbours(trace, ctx), sources_read(trace, ctx)]
 
 
 def onset_covered(trace: Trace) -> Criterion:
@@ -54,6 +54,19 @@ def modality_fit(trace: Trace, ctx: AuditContext) -> Criterion:
         parts.append(f"no {', '.join(unseen)} evidence for {top.service}")
     why = "; ".join(parts) or f"{', '.join(possible)} read for {top.fault_type.value}"
     return Criterion(STAGE, "modality_fit", max(0.0, score), 1.0, why)
+
+
+def sources_read(trace: Trace, ctx: AuditContext) -> Criterion:
+    """Every modality the incident has a source for could actually be read (a backend that
+    failed or timed out leaves the package partial)."""
+    ep = trace.evidence_package
+    configured = [m for m, ok in ctx.modalities_available.items() if ok]
+    unread = [m for m in configured if not ep.modalities.get(m, False)]
+    if not configured or not unread:
+        return Criterion(STAGE, "sources_read", 1.0, 1.0, "every configured source was read")
+    reasons = [line for line in ep.missing if line.split(":", 1)[0] in unread]
+    why = f"{', '.join(unread)} could not be read: " + ("; ".join(reasons) or "the backend failed")
+    return Criterion(STAGE, "sources_read", 1.0 - len(unread) / len(configured), 1.0, why[:400])
 
 
 def scope_neighbours(trace: Trace, ctx: AuditContext) -> Criterion:

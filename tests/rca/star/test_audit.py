@@ -53,7 +53,7 @@ def test_a_clean_trace_is_accepted_with_no_violation(real: tuple[Trace, AuditCon
     "name",
     ["onset_covered", "modality_fit", "scope_neighbours", "grounded", "not_collapsed", "covers_evidence", "layer_consistent",
      "reachable", "cause_before_effect", "links_supported", "calibrated", "agrees_with_analysis",
-     "tests_discriminative"],
+     "tests_discriminative", "sources_read"],
 )  # fmt: skip
 def test_each_criterion_sees_its_violation(real: tuple[Trace, AuditContext], name: str) -> None:
     trace, ctx = real
@@ -77,6 +77,13 @@ def _drop_modality(t: Trace, ctx: AuditContext) -> Trace:
     top = t.hypotheses[0]
     kept = tuple(e for e in ep.evidence if not (e.entity == top.service and e.modality.value == "metrics"))
     return replace(t, evidence_package=replace(ep, evidence=kept, modalities={**ep.modalities, "metrics": False}))
+
+
+def _backend_failed(t: Trace, ctx: AuditContext) -> Trace:
+    ep = t.evidence_package
+    kept = tuple(e for e in ep.evidence if e.modality.value != "traces")
+    return replace(t, evidence_package=replace(ep, evidence=kept, modalities={**ep.modalities, "traces": False},
+                                               missing=ep.missing + ("traces: unavailable (jaeger: timed out)",)))
 
 
 def _victims_only(t: Trace, ctx: AuditContext) -> Trace:
@@ -145,6 +152,7 @@ VIOLATIONS = {
     "grounded": _ungrounded, "not_collapsed": _collapsed, "covers_evidence": _leader_dropped, "layer_consistent": _host_only,
     "reachable": _unreachable, "cause_before_effect": _reversed, "links_supported": _unsupported,
     "calibrated": _overconfident, "agrees_with_analysis": _contradicting, "tests_discriminative": _useless_tests,
+    "sources_read": _backend_failed,
 }  # fmt: skip
 
 

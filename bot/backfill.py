@@ -1,0 +1,131 @@
+"""A recorded incident's metrics as OpenMetrics text, for `promtool tsdb create-blocks-from
+openmetrics`, and the mapping file that reads them back through PrometheusMetrics; and a real
+Prometheus (Debian's binaries, 127.0.0.1, a free port) serving them.
+
+`rcabot backfill-prometheus DATA --out DIR` writes DIR/metrics.om and DIR/mapping.yaml;
+`backfilled(case, workdir)` runs Prometheus over them (the live integration test and
+`make demo-live`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+
+from rca.model import IncidentCase, Series, Window
+from rca.sources.prometheus import escape_value
+from rca.sources.protocols import MetricQuery
+
+PREFIX = "rcabot_"
+
+
+def family(metric: str) -> str:
+    """An OpenMetrics family name for any metric name: `CpuUsage(m)` -> `rcabot_cpuusage_m`."""
+    return PREFIX + re.sub(r"_+", "_", re.sub(r"[^a-z0-9_]", "_", metric.lower())).strip("_")
+
+
+def openmetrics(series: Iterable[Series]) -> str:
+    """Gauge families, samples in time order, timestamps in seconds, `# EOF` at the end."""
+    by_family: dict[str, list[Series]] = {}
+    for s in series:
+        by_family.setdefault(family(s.metric), []).append(s)
+    lines: list[str] = []
+    for name in sorted(by_family):
+        lines.append(f"# TYPE {name} gauge")
+        for s in by_family[name]:
+            labels = f'service="{escape_value(s.entity)}",pod="{escape_value(s.instance or s.entity)}"'
+            for t, v in zip(s.timestamps, s.values, strict=True):
+                if math.isfinite(float(v)):
+                    lines.append(f"{name}{{{labels}}} {float(v)!r} {float(t):.3f}")
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"
+
+
+def mapping(metrics: Sequence[str], *, step: str = "60s") -> dict[str, object]:
+    """The mapping that reads the backfilled families back under their original names."""
+    return {"service_label": "service", "instance_label": "pod", "step": step,
+            "metrics": {m: f"{family(m)}{{${{match}}}}" for m in sorted(set(metrics))}}  # fmt: skip
+
+
+async def export_case(case: IncidentCase, out: Path, *, lookback: float = 3600.0) -> tuple[Path, Path, Window]:
+    """Write the case's metrics (its window and the hour before) and their mapping into `out`."""
+    metrics = case.incident.sources.metrics
+    if metrics is None:
+        raise ValueError(f"{case.id} has no metrics to backfill")
+    w = case.incident.window
+    span = Window(w.start - lookback, w.end)
+    series = await metrics.series(MetricQuery(span))
+    out.mkdir(parents=True, exist_ok=True)
+    om, yml = out / "metrics.om", out / "mapping.yaml"
+    om.write_text(openmetrics(series))
+    yml.write_text(yaml.safe_dump(mapping([s.metric for s in series]), sort_keys=False, allow_unicode=True))
+    return om, yml, span
+
+
+CONFIG = "global:\n  scrape_interval: 1h\nscrape_configs: []\n"
+
+
+def binaries() -> tuple[str, str] | None:
+    prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
+    return (prometheus, promtool) if prometheus and promtool else None
+
+
+@contextmanager
+def backfilled(case: IncidentCase, workdir: Path) -> Iterator[tuple[str, Path]]:
+    """A running Prometheus holding the case's metrics; yields its URL and the mapping file."""
+    found = binaries()
+    if found is None:
+        raise RuntimeError("prometheus and promtool are not installed (scripts/ensure-prometheus.sh)")
+    prometheus, promtool = found
+    om, mapping, _ = asyncio.run(export_case(case, workdir / "export"))
+    data = workdir / "tsdb"
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(om), str(data)],
+                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    (workdir / "prometheus.yml").write_text(CONFIG)
+    port = free_port()
+    log = (workdir / "prometheus.log").open("w")
+    proc = subprocess.Popen([prometheus, f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
+                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, proc, workdir / "prometheus.log")
+        yield url, mapping
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"prometheus exited: {log.read_text()[-800:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"prometheus not ready within 60 s: {log.read_text()[-800:]}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
