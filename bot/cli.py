@@ -83,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     inv.add_argument("--data", type=Path, help="a recorded dataset to read (default: RCABOT_DATA, or only live backends)")
     inv.add_argument("--prometheus", help="a Prometheus base URL to read metrics from (default: PROMETHEUS_URL)")
     inv.add_argument("--prom-mapping", type=Path, help="engine metric -> PromQL YAML (default: RCABOT_PROM_MAPPING or built-in)")
+    inv.add_argument("--loki", help="a Loki base URL to read logs from (default: LOKI_URL)")
+    inv.add_argument("--logs", type=Path, help="a directory of per-service log files (default: RCABOT_LOG_DIR)")
+    inv.add_argument("--jaeger", help="a Jaeger query base URL to read traces from (default: JAEGER_URL)")
+    inv.add_argument("--otlp", type=Path, help="an OTLP/JSON trace file or directory (default: RCABOT_OTLP)")
+    inv.add_argument("--topology", type=Path, help="a call graph in YAML, calls: {caller: [callee]} (default: RCABOT_TOPOLOGY)")
     inv.add_argument("--at", help="'now' inside the recorded data (ISO time or epoch)")
     inv.add_argument("--engine", default="lats", choices=engine_names())
     inv.add_argument("--json", action="store_true", help="print the four-stage trace as JSON")
@@ -193,11 +198,13 @@ def _cases(path: Path) -> int:
 
 async def _investigate(args: argparse.Namespace) -> int:
     settings = read_settings()
-    live = replace(settings.live, prometheus_url=args.prometheus or settings.live.prometheus_url,
-                   prom_mapping=args.prom_mapping or settings.live.prom_mapping)  # fmt: skip
+    given = {"prometheus_url": args.prometheus, "prom_mapping": args.prom_mapping, "loki_url": args.loki,
+             "log_dir": args.logs, "jaeger_url": args.jaeger, "otlp": args.otlp, "topology": args.topology}
+    live = replace(settings.live, **{k: v for k, v in given.items() if v})
     data = args.data or settings.data
     if data is None and not live.any:
-        raise InputError("give --data PATH (a recorded dataset) or a live backend (--prometheus URL)")
+        raise InputError("give --data PATH (a recorded dataset) or a live backend (--prometheus, --loki, --logs, "
+                         "--jaeger, --otlp)")  # fmt: skip
     now = parse_timestamp(args.at) if args.at else settings.now
     if now is None and data is not None:
         print("note: --at not given, replaying at the end of the recorded data", file=sys.stderr)

@@ -104,10 +104,20 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         llm_max_tokens=number("RCABOT_LLM_MAX_TOKENS", 60_000, low=0, high=10_000_000),
         live=LiveConfig(
             prometheus_url=_url("PROMETHEUS_URL", text("PROMETHEUS_URL")),
-            prom_mapping=Path(text("RCABOT_PROM_MAPPING")) if text("RCABOT_PROM_MAPPING") else None,
+            prom_mapping=_path(text("RCABOT_PROM_MAPPING")),
+            loki_url=_url("LOKI_URL", text("LOKI_URL")),
+            loki_label=text("RCABOT_LOKI_LABEL", "service"),
+            log_dir=_path(text("RCABOT_LOG_DIR")),
+            jaeger_url=_url("JAEGER_URL", text("JAEGER_URL")),
+            otlp=_path(text("RCABOT_OTLP")),
+            topology=_path(text("RCABOT_TOPOLOGY")),
             timeout=float(number("RCABOT_BACKEND_TIMEOUT", 10, low=1, high=300)),
         ),
     )
+
+
+def _path(value: str) -> Path | None:
+    return Path(value) if value else None
 
 
 def _url(name: str, value: str) -> str:

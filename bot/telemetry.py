@@ -18,7 +18,12 @@ from rca.errors import DataError, InputError
 from rca.model import CaseId, Incident, IncidentCase, Modality, Normal, Sources, Window
 from rca.replay import known_entities, nearest_case, replay_incident, suggest
 from rca.sources.datasets import find_cases
+from rca.sources.jaeger import JaegerTraces, TraceTopology, read_otlp, topology_file
+from rca.sources.logfiles import LogDirectory
+from rca.sources.loki import LokiLogs
+from rca.sources.memory import InMemoryTraces, StaticTopology
 from rca.sources.prometheus import PrometheusMetrics, load_mapping
+from rca.sources.protocols import SpanQuery
 from rca.windows import parse_window
 
 log = logging.getLogger("rcabot.telemetry")
@@ -82,11 +87,18 @@ class LiveConfig:
 
     prometheus_url: str = ""
     prom_mapping: Path | None = None
+    loki_url: str = ""
+    loki_label: str = "service"  # the stream label that names a service
+    log_dir: Path | None = None  # a directory of per-service log files
+    jaeger_url: str = ""
+    otlp: Path | None = None  # an OTLP/JSON trace export (a file, or a directory of them)
+    topology: Path | None = None  # a call graph in YAML, when there are no traces
     timeout: float = 10.0  # per backend query
 
     @property
     def any(self) -> bool:
-        return bool(self.prometheus_url)
+        return bool(self.prometheus_url or self.loki_url or self.log_dir or self.jaeger_url or self.otlp
+                    or self.topology)  # fmt: skip
 
 
 NORMAL_LOOKBACK = 3600.0  # the hour before the window is the normal period of a live backend
@@ -103,6 +115,18 @@ class LiveTelemetry:
         self._clock = clock
         self.metrics = (PrometheusMetrics(live.prometheus_url, load_mapping(live.prom_mapping), timeout=live.timeout)
                         if live.prometheus_url else None)  # fmt: skip
+        self.logs: LokiLogs | LogDirectory | None = None
+        if live.loki_url:
+            self.logs = LokiLogs(live.loki_url, label=live.loki_label, timeout=live.timeout)
+        elif live.log_dir is not None:
+            self.logs = LogDirectory(live.log_dir)
+        self.traces: JaegerTraces | InMemoryTraces | None = None
+        if live.jaeger_url:
+            self.traces = JaegerTraces(live.jaeger_url, timeout=live.timeout)
+        elif live.otlp is not None:
+            files = sorted(live.otlp.glob("*.json*")) if live.otlp.is_dir() else [live.otlp]
+            self.traces = read_otlp(files)
+        self.graph = StaticTopology(topology_file(live.topology)) if live.topology is not None else None
 
     async def now(self) -> float:
         if self._now is not None:
@@ -114,11 +138,17 @@ class LiveTelemetry:
 
     async def services(self) -> tuple[str, ...]:
         names: set[str] = set(await self.base.services()) if self.base is not None else set()
-        if self.metrics is not None:
+        finders = [self.metrics.entities() if self.metrics else None, self.logs.entities() if self.logs else None,
+                   self.traces.services() if isinstance(self.traces, JaegerTraces) else None]  # fmt: skip
+        for found in asyncio.as_completed([f for f in finders if f is not None]):
             try:
-                names.update(await self.metrics.entities())
-            except DataError as exc:  # discovery is best effort: the base or the topology still name services
+                names.update(await found)
+            except DataError as exc:  # discovery is best effort: other backends still name services
                 log.warning("service discovery failed: %s", exc)
+        if self.graph is not None:
+            names.update(str(n) for n in (await self.graph.topology()).nodes)
+        if isinstance(self.traces, InMemoryTraces):
+            names.update(s.entity for s in await self.traces.spans(SpanQuery(Window(0, 2**33))))
         return tuple(sorted(names))
 
     async def incident(self, service: str, window: Window) -> Incident:
@@ -134,6 +164,16 @@ class LiveTelemetry:
         if self.metrics is not None:
             sources = replace(sources, metrics=self.metrics)
             normal[Modality.METRICS] = Normal(lookback, Sources(metrics=self.metrics))
+        if self.logs is not None:
+            sources = replace(sources, logs=self.logs)
+            normal[Modality.LOGS] = Normal(lookback, Sources(logs=self.logs))
+        if self.traces is not None:
+            sources = replace(sources, traces=self.traces)
+            normal[Modality.TRACES] = Normal(lookback, Sources(traces=self.traces))
+            if self.graph is None:
+                sources = replace(sources, topology=TraceTopology(self.traces, Window(lookback.start, window.end)))
+        if self.graph is not None:
+            sources = replace(sources, topology=self.graph)
         return replace(incident, sources=sources, normal=normal)
 
 

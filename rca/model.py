@@ -135,6 +135,7 @@ class LogRecord:
     template_id: str = ""
     instance: str = ""
     location: str = ""  # code location (class#line) when the format carries one
+    error_code: str = ""  # an HTTP status >= 400, an error code or an exception class, when the line names one
 
 
 class SpanStatus(StrEnum):

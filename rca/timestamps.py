@@ -28,10 +28,21 @@ def from_epoch(value: float) -> float:
     raise AssertionError("unreachable")
 
 
-def parse_timestamp(text: str | float | int) -> float:
-    """UTC epoch seconds from ISO 8601, Go/Java date strings, or epoch numbers.
+_STRPTIME = (
+    "%d/%b/%Y:%H:%M:%S %z",  # Apache / nginx access logs: 10/Oct/2000:13:55:36 -0700
+    "%Y/%m/%d %H:%M:%S.%f",  # Go's log package: 2009/11/10 23:00:00.000001
+    "%Y/%m/%d %H:%M:%S",
+    "%a %b %d %H:%M:%S %Y",  # C's asctime: Tue Nov 10 23:00:00 2009
+    "%a, %d %b %Y %H:%M:%S %z",  # RFC 1123 / email
+    "%d-%b-%Y %H:%M:%S.%f",  # Tomcat: 05-Jan-2024 10:11:12.345
+)
+_SYSLOG = re.compile(r"^([A-Z][a-z]{2})\s+(\d{1,2})\s+(\d{2}:\d{2}:\d{2})$")  # Jan  5 10:11:12 (no year)
 
-    A string without a zone is read as UTC.
+
+def parse_timestamp(text: str | float | int, *, year: int | None = None) -> float:
+    """UTC epoch seconds from ISO 8601 (any offset), Go, Java, Apache, syslog and other date
+    strings, or epoch numbers in s, ms, us or ns. A string without a zone is read as UTC; a
+    syslog stamp without a year takes `year` (this year by default).
     """
     if isinstance(text, int | float):
         return from_epoch(float(text))
@@ -50,8 +61,26 @@ def parse_timestamp(text: str | float | int) -> float:
     cleaned = re.sub(r"\s([+-]\d{2}):?(\d{2})$", r"\1:\2", cleaned)
     try:
         parsed = datetime.fromisoformat(cleaned)
-    except ValueError as exc:
-        raise InputError(f"unrecognised timestamp {text!r}") from exc
+    except ValueError:
+        parsed = _other_forms(raw, year)
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
+
+
+def _other_forms(raw: str, year: int | None) -> datetime:
+    text = raw.strip("[]")
+    for form in _STRPTIME:
+        try:
+            return datetime.strptime(text, form)
+        except ValueError:
+            continue
+    syslog = _SYSLOG.match(text)
+    if syslog:
+        month, day, clock = syslog.groups()
+        when = year if year is not None else datetime.now(UTC).year
+        try:
+            return datetime.strptime(f"{when} {month} {day} {clock}", "%Y %b %d %H:%M:%S")
+        except ValueError:
+            pass
+    raise InputError(f"unrecognised timestamp {raw!r}")

@@ -1,0 +1,216 @@
+"""Loki and Jaeger through local stand-ins speaking their JSON; log files, OTLP files and a
+topology file; hostile service names; a slow backend."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from bot.telemetry import LiveConfig, telemetry_from
+from rca.engines import build_engine
+from rca.model import Severity, Window
+from rca.sources.jaeger import JaegerTraces, read_otlp, topology_file
+from rca.sources.logfiles import LogDirectory
+from rca.sources.loki import LokiLogs
+from rca.sources.protocols import LogQuery, SpanQuery
+from rca.timestamps import parse_timestamp
+from tests.bot.slack_standin import free_port
+
+T0 = parse_timestamp("2024-01-05T10:00:00Z")
+NS = 1_000_000_000
+
+
+class StandIn:
+    """A tiny HTTP server whose routes are handlers given by the test; records every query."""
+
+    def __init__(self, routes: dict[str, Callable[[web.Request], Awaitable[web.Response]]]) -> None:
+        self.routes = routes
+        self.queries: list[dict[str, str]] = []
+        self.port = free_port()
+
+    async def __aenter__(self) -> str:
+        app = web.Application()
+        for path, handler in self.routes.items():
+            async def record(request: web.Request, handler=handler) -> web.Response:  # type: ignore[no-untyped-def]
+                self.queries.append(dict(request.query))
+                return await handler(request)
+            app.router.add_get(path, record)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.runner.cleanup()
+
+
+def loki_streams(request: web.Request) -> dict[str, Any]:
+    """Loki's query_range answer for the streams whose service label the selector matches."""
+    streams = [
+        {"stream": {"service": "orders", "pod": "orders-7d9f"}, "values": [
+            [str(int((T0 + 60) * NS)), "2024-01-05T10:01:00Z ERROR payment call failed status=503"],
+            [str(int((T0 + 60) * NS) + 1), "java.net.SocketTimeoutException: Read timed out"],
+            [str(int((T0 + 60) * NS) + 2), "\tat okhttp3.Call.execute(Call.java:10)"],
+            [str(int((T0 + 61) * NS)), "no stamp of its own, loki dates it"],
+        ]},
+        {"stream": {"service": "payments"}, "values": [
+            [str(int((T0 + 70) * NS)), '{"level":"warn","msg":"pool exhausted","trace_id":"0af7651916cd43dd8448eb211c80319c"}'],
+        ]},
+    ]  # fmt: skip
+    m = re.fullmatch(r'\{service(=~?)"((?:[^"\\]|\\.)*)"\}', request.query["query"])
+    assert m, request.query["query"]  # the selector is one well-formed matcher, whatever the names
+    value = m.group(2).encode().decode("unicode_escape")
+    keep = [st for st in streams if (re.fullmatch(value, st["stream"]["service"]) if m.group(1) == "=~"
+                                     else st["stream"]["service"] == value)]  # fmt: skip
+    return {"status": "success", "data": {"resultType": "streams", "result": keep,
+                                          "stats": {"summary": {"totalEntriesReturned": 5}}}}  # fmt: skip
+
+
+def test_loki_query_range_normalised_and_escaped() -> None:
+    async def query_range(request: web.Request) -> web.Response:
+        return web.json_response(loki_streams(request))
+
+    async def values(request: web.Request) -> web.Response:
+        return web.json_response({"status": "success", "data": ["orders", "payments"]})
+
+    routes = {"/loki/api/v1/query_range": query_range, "/loki/api/v1/label/service/values": values}
+
+    async def go() -> None:
+        stand_in = StandIn(routes)
+        async with stand_in as url:
+            loki = LokiLogs(url)
+            assert await loki.entities() == ("orders", "payments")
+            records = await loki.records(LogQuery(Window(T0, T0 + 600), ("orders",)))
+            assert [r.time for r in records] == [T0 + 60, T0 + 61]  # the stack trace joined into one record
+            first = records[0]
+            assert first.severity is Severity.ERROR and first.error_code == "503" and "okhttp3" in first.message
+            assert first.instance == "orders-7d9f"
+            q = stand_in.queries[-1]
+            assert q["query"] == '{service="orders"}' and q["direction"] == "forward"
+            assert int(q["start"]) == int(T0 * NS)
+            both = await loki.records(LogQuery(Window(T0, T0 + 600)))
+            assert {r.entity for r in both} == {"orders", "payments"}
+            for hostile in ('orders"} |= "x', "orders|payments", ".*", 'a\\"b'):
+                assert await loki.records(LogQuery(Window(T0, T0 + 600), (hostile,))) == []  # matches no stream
+            assert await loki.records(LogQuery(Window(T0, T0 + 600), ("orders", ".*"))) == records  # ".*" quoted
+            assert loki.selector(["a.b", "c"]) == '{service=~"a\\\\.b|c"}'
+
+    asyncio.run(go())
+
+
+def test_loki_pages_until_a_short_page() -> None:
+    pages = iter([5000, 5000, 3])
+
+    async def query_range(request: web.Request) -> web.Response:
+        n = next(pages)
+        start = int(request.query["start"])
+        values = [[str(start + i), f"2024-01-05T10:00:{i % 60:02d}Z INFO line {i}"] for i in range(n)]
+        return web.json_response({"status": "success", "data": {"resultType": "streams",
+                                  "result": [{"stream": {"service": "a"}, "values": values}]}})  # fmt: skip
+
+    async def go() -> None:
+        stand_in = StandIn({"/loki/api/v1/query_range": query_range})
+        async with stand_in as url:
+            records = await LokiLogs(url).records(LogQuery(Window(T0, T0 + 3600), ("a",)))
+        assert len(records) == 10003 and len(stand_in.queries) == 3
+        assert int(stand_in.queries[1]["start"]) == int(stand_in.queries[0]["start"]) + 4999 + 1
+
+    asyncio.run(go())
+
+
+def test_log_directory_reads_text_json_and_gzip(tmp_path: Path) -> None:
+    (tmp_path / "orders.log").write_text("2024-01-05T10:01:00Z ERROR boom\n\tat x.y(Z.java:1)\n2024-01-05T10:02:00Z INFO ok\n")
+    with gzip.open(tmp_path / "payments.jsonl.gz", "wt") as fh:
+        fh.write(json.dumps({"time": "2024-01-05T10:03:00+01:00", "level": "SEVERE", "msg": "x"}) + "\n")
+    (tmp_path / "users").mkdir()
+    (tmp_path / "users" / "app.log.1").write_text("2024/01/05 10:04:00 WARN slow\n")
+
+    async def go() -> None:
+        logs = LogDirectory(tmp_path)
+        assert await logs.entities() == ("orders", "payments", "users")
+        records = await logs.records(LogQuery(Window(T0 - 7200, T0 + 600)))
+        assert [(r.entity, r.severity) for r in records] == [
+            ("payments", Severity.ERROR), ("orders", Severity.ERROR), ("orders", Severity.INFO), ("users", Severity.WARNING)]
+        assert "x.y(Z.java:1)" in records[1].message
+        assert await logs.records(LogQuery(Window(T0, T0 + 600), ("users",))) == [records[3]]
+
+    asyncio.run(go())
+
+
+def jaeger_trace() -> dict[str, Any]:
+    us = int(T0 * 1e6)
+    return {"traceID": "t1", "processes": {"p1": {"serviceName": "frontend"}, "p2": {"serviceName": "orders"}},
+            "spans": [
+                {"traceID": "t1", "spanID": "s1", "operationName": "GET /", "references": [], "startTime": us + 10,
+                 "duration": 300000, "processID": "p1", "tags": []},
+                {"traceID": "t1", "spanID": "s2", "operationName": "place", "startTime": us + 20, "duration": 250000,
+                 "references": [{"refType": "CHILD_OF", "traceID": "t1", "spanID": "s1"}], "processID": "p2",
+                 "tags": [{"key": "error", "type": "bool", "value": True}]},
+            ]}  # fmt: skip
+
+
+def test_jaeger_spans_and_call_graph() -> None:
+    async def services(request: web.Request) -> web.Response:
+        return web.json_response({"data": ["frontend", "orders", "jaeger-query"], "total": 3, "errors": None})
+
+    async def traces(request: web.Request) -> web.Response:
+        return web.json_response({"data": [jaeger_trace()], "total": 1, "errors": None})
+
+    async def go() -> None:
+        stand_in = StandIn({"/api/services": services, "/api/traces": traces})
+        async with stand_in as url:
+            jaeger = JaegerTraces(url)
+            assert await jaeger.services() == ("frontend", "orders")
+            spans = await jaeger.spans(SpanQuery(Window(T0, T0 + 60)))
+            assert [(s.entity, s.parent_id, s.status.value) for s in spans] == [("frontend", "", "ok"), ("orders", "s1", "error")]
+            assert {q["service"] for q in stand_in.queries if "service" in q} == {"frontend", "orders"}
+            assert stand_in.queries[-1]["start"] == str(int(T0 * 1e6))
+
+    asyncio.run(go())
+
+
+def test_otlp_files_and_topology_file(tmp_path: Path) -> None:
+    def span(sid: str, parent: str, service: str) -> dict[str, Any]:
+        return {"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+                "scopeSpans": [{"spans": [{"traceId": "ab", "spanId": sid, "parentSpanId": parent, "name": "op",
+                                           "startTimeUnixNano": str(int(T0 * NS)), "endTimeUnixNano": str(int((T0 + 1) * NS)),
+                                           "status": {"code": 2 if service == "db" else 0}}]}]}  # fmt: skip
+
+    (tmp_path / "traces.jsonl").write_text("\n".join(json.dumps({"resourceSpans": [span(s, p, svc)]})
+                                                     for s, p, svc in (("1", "", "api"), ("2", "1", "db"))))  # fmt: skip
+    (tmp_path / "topology.yaml").write_text("calls:\n  frontend: [api]\n  api: [db, cache]\n")
+
+    async def go() -> None:
+        traces = read_otlp([tmp_path / "traces.jsonl"])
+        spans = await traces.spans(SpanQuery(Window(T0, T0 + 10)))
+        assert [(s.entity, s.status.value) for s in spans] == [("api", "unset"), ("db", "error")]
+        graph = topology_file(tmp_path / "topology.yaml")
+        assert set(graph.edges) == {("frontend", "api"), ("api", "db"), ("api", "cache")}
+
+    asyncio.run(go())
+
+
+def test_a_slow_loki_leaves_a_partial_result(nezha_slice: Path) -> None:
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(5)
+        return web.json_response({"status": "success", "data": {"resultType": "streams", "result": []}})
+
+    async def go() -> None:
+        stand_in = StandIn({"/loki/api/v1/query_range": slow, "/loki/api/v1/label/service/values": slow})
+        async with stand_in as url:
+            live = LiveConfig(loki_url=url, timeout=1)
+            t = telemetry_from(data=nezha_slice, now=parse_timestamp("2023-01-29T13:36:00Z"), live=live)
+            incident = await t.incident("Frontend", await t.window("10m"))
+            diagnosis = await build_engine("lats").investigate(incident)
+        assert any(m.startswith("logs: unavailable (loki at") for m in diagnosis.missing)
+        assert diagnosis.ranking and diagnosis.ranking[0].service == "ts-contacts-service"  # metrics still find it
+        assert diagnosis.trace is not None and diagnosis.trace["evidence_package"]["modalities"]["logs"] is False
+
+    asyncio.run(go())
