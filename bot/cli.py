@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +21,7 @@ from bot.backfill import export_case
 from bot.config import read_settings
 from bot.console import PROMPT, Console
 from bot.desk import Desk
-from bot.telemetry import embedded_data, telemetry_from
+from bot.telemetry import LiveConfig, embedded_data, telemetry_from
 from bot.terminal import (
     ProgressBar,
     render_audit,
@@ -40,7 +41,8 @@ from rca.model import Diagnosis, Incident
 from rca.reasoners import Reasoner
 from rca.replay import replay_incident
 from rca.search.events import Finished
-from rca.sources.datasets import find_cases
+from rca.sources.datasets import find_cases, find_recordings
+from rca.sources.snapshot import write_snapshot
 from rca.star.audit import Audit, audit
 from rca.star.criteria import AuditContext
 from rca.star.patches import RepairContext
@@ -68,6 +70,38 @@ def _reasoner(args: argparse.Namespace) -> Reasoner:
     return replace(settings, reasoner=chosen).build_reasoner()
 
 
+def _add_sources(p: argparse.ArgumentParser) -> None:
+    """Where telemetry comes from: a recording, live backends, or both (backends win)."""
+    p.add_argument("--data", type=Path, help="a recorded dataset or snapshot (default: RCABOT_DATA, or only live backends)")
+    p.add_argument("--prometheus", help="a Prometheus base URL to read metrics from (default: PROMETHEUS_URL)")
+    p.add_argument("--prom-mapping", type=Path, help="engine metric -> PromQL YAML (default: RCABOT_PROM_MAPPING or built-in)")
+    p.add_argument("--loki", help="a Loki base URL to read logs from (default: LOKI_URL)")
+    p.add_argument("--logs", type=Path, help="a directory of per-service log files (default: RCABOT_LOG_DIR)")
+    p.add_argument("--jaeger", help="a Jaeger query base URL to read traces from (default: JAEGER_URL)")
+    p.add_argument("--otlp", type=Path, help="an OTLP/JSON trace file or directory (default: RCABOT_OTLP)")
+    p.add_argument("--topology", type=Path, help="a call graph in YAML, calls: {caller: [callee]} (default: RCABOT_TOPOLOGY)")
+
+
+async def _incident_from(args: argparse.Namespace) -> tuple[Incident, LiveConfig]:
+    """The incident a command's service, window and source options name."""
+    settings = read_settings()
+    given = {"prometheus_url": args.prometheus, "prom_mapping": args.prom_mapping, "loki_url": args.loki,
+             "log_dir": args.logs, "jaeger_url": args.jaeger, "otlp": args.otlp, "topology": args.topology}
+    for name in ("prometheus_url", "loki_url", "jaeger_url"):
+        if given[name] and not str(given[name]).startswith(("http://", "https://")):
+            raise InputError(f"{given[name]!r}: expected an http:// or https:// URL")
+    live = replace(settings.live, **{k: v for k, v in given.items() if v})
+    data = args.data or settings.data
+    if data is None and not live.any:
+        raise InputError("give --data PATH (a recording) or a live backend (--prometheus, --loki, --logs, "
+                         "--jaeger, --otlp)")  # fmt: skip
+    now = parse_timestamp(args.at) if args.at else settings.now
+    if now is None and data is not None:
+        print("note: --at not given, replaying at the end of the recorded data", file=sys.stderr)
+    telemetry = telemetry_from(data=data, now=now, live=live)
+    return await telemetry.incident(args.service, await telemetry.window(args.window)), live
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rcabot", description="Root-cause analysis for microservice incidents."
@@ -80,14 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     inv = sub.add_parser("investigate", help="rank root causes for one incident")
     inv.add_argument("service", help="where the symptom shows (the alerting service)")
     inv.add_argument("window", help="30m, 1h30m, 90s, 14:05-14:35 or START/END")
-    inv.add_argument("--data", type=Path, help="a recorded dataset to read (default: RCABOT_DATA, or only live backends)")
-    inv.add_argument("--prometheus", help="a Prometheus base URL to read metrics from (default: PROMETHEUS_URL)")
-    inv.add_argument("--prom-mapping", type=Path, help="engine metric -> PromQL YAML (default: RCABOT_PROM_MAPPING or built-in)")
-    inv.add_argument("--loki", help="a Loki base URL to read logs from (default: LOKI_URL)")
-    inv.add_argument("--logs", type=Path, help="a directory of per-service log files (default: RCABOT_LOG_DIR)")
-    inv.add_argument("--jaeger", help="a Jaeger query base URL to read traces from (default: JAEGER_URL)")
-    inv.add_argument("--otlp", type=Path, help="an OTLP/JSON trace file or directory (default: RCABOT_OTLP)")
-    inv.add_argument("--topology", type=Path, help="a call graph in YAML, calls: {caller: [callee]} (default: RCABOT_TOPOLOGY)")
+    _add_sources(inv)
     inv.add_argument("--at", help="'now' inside the recorded data (ISO time or epoch)")
     inv.add_argument("--engine", default="lats", choices=engine_names())
     inv.add_argument("--json", action="store_true", help="print the four-stage trace as JSON")
@@ -126,6 +153,13 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", help="investigate the embedded TrainTicket incident, offline")
 
     sub.add_parser("serve", help="run the Slack app (settings from the environment, see .env.example)")
+
+    sn = sub.add_parser("snapshot", help="save what an investigation reads from live backends, to replay later")
+    sn.add_argument("service", help="where the symptom shows")
+    sn.add_argument("window", help="30m, 1h30m, 90s, 14:05-14:35 or START/END")
+    sn.add_argument("--out", type=Path, required=True, help="a new directory for the snapshot (Nezha layout)")
+    sn.add_argument("--at", help="'now' (ISO time or epoch; default: now, or the end of --data)")
+    _add_sources(sn)
 
     bf = sub.add_parser("backfill-prometheus", help="a recorded incident's metrics as OpenMetrics + a mapping file")
     bf.add_argument("data", type=Path, help="a recorded dataset")
@@ -177,6 +211,14 @@ async def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "console":
         return await _console(args)
+    if args.command == "snapshot":
+        incident, live = await _incident_from(args)
+        origin = {k: str(v) for k, v in (("data", args.data), ("prometheus", live.prometheus_url), ("loki", live.loki_url),
+                  ("logs", live.log_dir), ("jaeger", live.jaeger_url), ("otlp", live.otlp)) if v}  # fmt: skip
+        out = await write_snapshot(incident, args.out, origin=origin, created=time.time())
+        print(f"saved {incident.symptom} {incident.window.to_iso()} to {out}; replay: "
+              f"rcabot investigate {incident.symptom} {incident.window.to_iso()} --data {out}")
+        return 0
     if args.command == "backfill-prometheus":
         return await _backfill(args)
     raise AssertionError(args.command)
@@ -197,19 +239,7 @@ def _cases(path: Path) -> int:
 
 
 async def _investigate(args: argparse.Namespace) -> int:
-    settings = read_settings()
-    given = {"prometheus_url": args.prometheus, "prom_mapping": args.prom_mapping, "loki_url": args.loki,
-             "log_dir": args.logs, "jaeger_url": args.jaeger, "otlp": args.otlp, "topology": args.topology}
-    live = replace(settings.live, **{k: v for k, v in given.items() if v})
-    data = args.data or settings.data
-    if data is None and not live.any:
-        raise InputError("give --data PATH (a recorded dataset) or a live backend (--prometheus, --loki, --logs, "
-                         "--jaeger, --otlp)")  # fmt: skip
-    now = parse_timestamp(args.at) if args.at else settings.now
-    if now is None and data is not None:
-        print("note: --at not given, replaying at the end of the recorded data", file=sys.stderr)
-    telemetry = telemetry_from(data=data, now=now, live=live)
-    incident = await telemetry.incident(args.service, await telemetry.window(args.window))
+    incident, _ = await _incident_from(args)
     engine = build_engine(args.engine, reasoner=_reasoner(args))
     diagnosis = await run_live(engine, incident, live=not (args.json or args.quiet))
     if args.json:
@@ -240,8 +270,7 @@ def _read_trace(path: Path) -> Trace:
 
 async def _repair(args: argparse.Namespace) -> int:
     trace = _read_trace(args.trace)
-    cases = find_cases(args.data)
-    incident = await replay_incident(cases, symptom=trace.symptom, window=trace.evidence_package.window)
+    incident = await replay_incident(find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window)
     graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
     ctx = RepairContext(AuditContext(graph, incident.sources.modalities()), recollector(incident))
     memory = SqliteRepairMemory(args.memory)
@@ -264,8 +293,7 @@ async def _repair(args: argparse.Namespace) -> int:
 
 async def _verify(args: argparse.Namespace) -> int:
     trace = _read_trace(args.trace)
-    cases = find_cases(args.data)
-    incident = await replay_incident(cases, symptom=trace.symptom, window=trace.evidence_package.window)
+    incident = await replay_incident(find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window)
     run = await run_tests(trace, Toolbox(incident))
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
@@ -278,8 +306,7 @@ async def _audit(args: argparse.Namespace) -> int:
     trace = _read_trace(args.trace)
     available: dict[str, bool] = {}
     if args.data:
-        cases = find_cases(args.data)
-        incident = await replay_incident(cases, symptom=trace.symptom, window=trace.evidence_package.window)
+        incident = await replay_incident(find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window)
         graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
         available = incident.sources.modalities()
     else:  # without the data, the calls the trace itself names are the graph

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Protocol
 
 from rca.errors import DataError, InputError
-from rca.model import CaseId, Incident, IncidentCase, Modality, Normal, Sources, Window
-from rca.replay import known_entities, nearest_case, replay_incident, suggest
-from rca.sources.datasets import find_cases
+from rca.model import CaseId, Incident, Modality, Normal, Sources, Window
+from rca.replay import known_entities, nearest, replay_incident, suggest
+from rca.sources.datasets import find_recordings
 from rca.sources.jaeger import JaegerTraces, TraceTopology, read_otlp, topology_file
 from rca.sources.logfiles import LogDirectory
 from rca.sources.loki import LokiLogs
@@ -54,28 +54,28 @@ class ReplayTelemetry:
     def __init__(self, data: Path, *, now: float | None = None) -> None:
         self.data = data
         self._now = now
-        self._cases: Sequence[IncidentCase] | None = None
+        self._recordings: Sequence[Incident] | None = None
         self._lock = asyncio.Lock()
 
-    async def _load(self) -> Sequence[IncidentCase]:
+    async def _load(self) -> Sequence[Incident]:
         async with self._lock:
-            if self._cases is None:
-                cases = await asyncio.to_thread(find_cases, self.data)
-                if not cases:
+            if self._recordings is None:
+                found = await asyncio.to_thread(find_recordings, self.data)
+                if not found:
                     raise InputError(f"no recorded incidents under {self.data}")
-                self._cases = cases
-        return self._cases
+                self._recordings = found
+        return self._recordings
 
     async def now(self) -> float:
-        cases = await self._load()
-        return self._now if self._now is not None else max(c.incident.window.end for c in cases)
+        recordings = await self._load()
+        return self._now if self._now is not None else max(r.window.end for r in recordings)
 
     async def window(self, text: str) -> Window:
         return parse_window(text, now=await self.now())
 
     async def services(self) -> tuple[str, ...]:
-        cases = await self._load()
-        return await known_entities(nearest_case(cases, Window(await self.now() - 1, await self.now())).incident)
+        now = await self.now()
+        return await known_entities(nearest(await self._load(), Window(now - 1, now)))
 
     async def incident(self, service: str, window: Window) -> Incident:
         return await replay_incident(await self._load(), symptom=service, window=window)

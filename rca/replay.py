@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rca.errors import InputError
-from rca.model import CaseId, Incident, IncidentCase, Normal, Window
+from rca.model import CaseId, Incident, Normal, Window
 
 
 async def known_entities(incident: Incident) -> tuple[str, ...]:
@@ -26,25 +26,23 @@ def suggest(name: str, known: Sequence[str]) -> str:
     return f" Did you mean {', '.join(close)}?" if close else ""
 
 
-def nearest_case(cases: Sequence[IncidentCase], window: Window) -> IncidentCase:
-    """The case whose recorded window overlaps the requested one most, or lies nearest to it."""
-    if not cases:
+def nearest(recordings: Sequence[Incident], window: Window) -> Incident:
+    """The recording whose window overlaps the requested one most, or lies nearest to it."""
+    if not recordings:
         raise InputError("no recorded incidents to replay")
 
-    def distance(c: IncidentCase) -> tuple[float, float]:
-        w = c.incident.window
+    def distance(c: Incident) -> tuple[float, float]:
+        w = c.window
         overlap = max(0.0, min(w.end, window.end) - max(w.start, window.start))
         gap = max(0.0, w.start - window.end, window.start - w.end)
         return (-overlap, gap)
 
-    return min(cases, key=distance)
+    return min(recordings, key=distance)
 
 
-async def replay_incident(
-    cases: Sequence[IncidentCase], *, symptom: str, window: Window
-) -> Incident:
+async def replay_incident(recordings: Sequence[Incident], *, symptom: str, window: Window) -> Incident:
     """An unlabelled incident for `symptom` over `window`, read from the recorded sources."""
-    base = nearest_case(cases, window).incident
+    base = nearest(recordings, window)
     known = await known_entities(base)
     if symptom not in known:
         raise InputError(f"unknown service {symptom!r}.{suggest(symptom, known)}")

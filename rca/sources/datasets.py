@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from rca.errors import LayoutNotFound
-from rca.model import IncidentCase
+from rca.model import Incident, IncidentCase
 from rca.sources.nezha import is_nezha_root, load_nezha
 from rca.sources.petshop import is_petshop_scenario, load_petshop
+from rca.sources.snapshot import MANIFEST, is_snapshot, load_snapshot
 
 _MAX_DEPTH = 4
 
@@ -22,6 +23,20 @@ def find_cases(path: Path | str) -> list[IncidentCase]:
     if not cases:
         raise LayoutNotFound(root)
     return cases
+
+
+def find_recordings(path: Path | str) -> list[Incident]:
+    """Every recorded incident under path: rcabot snapshots, and the labelled cases (unlabelled)."""
+    root = Path(path)
+    if is_snapshot(root):
+        return [load_snapshot(root)]
+    snapshots = [load_snapshot(p.parent) for p in sorted(root.glob(f"*/{MANIFEST}"))] if root.is_dir() else []
+    try:
+        return snapshots + [c.incident for c in find_cases(root)]
+    except LayoutNotFound:
+        if snapshots:
+            return snapshots
+        raise
 
 
 def _walk(folder: Path, depth: int, out: list[IncidentCase]) -> None:

@@ -375,46 +375,58 @@ def load_nezha(root: Path, *, dataset: str | None = None) -> list[IncidentCase]:
 def _day_cases(
     name: str, folder: _Folder, normal: _Folder | None, faults: list[_Fault]
 ) -> list[IncidentCase]:
-    has_metrics, has_logs, has_traces = folder.has("metric"), folder.has("log"), folder.has("trace")
-    kpi = folder.kpi_entities() if has_metrics else ()
+    kpi = folder.kpi_entities() if folder.has("metric") else ()
     out = []
     for fault in faults:
         clock = datetime.fromtimestamp(fault.time, tz=UTC).strftime("%H:%M:%S")
         case_id = CaseId(f"{name}/{folder.day}/{clock}")
-        window = case_window(case_id, fault.time)
-        topo_parts: list[tuple[_Folder, Window | None]] = []
-        if normal is not None and normal.has("trace"):
-            topo_parts.append((normal, None))
-        if has_traces:
-            topo_parts.append((folder, window))
-        sources = Sources(
-            metrics=_FolderMetrics(folder) if has_metrics else None,
-            logs=_FolderLogs(folder) if has_logs else None,
-            traces=_FolderTraces(folder) if has_traces else None,
-            topology=_FolderTopology(tuple(topo_parts), kpi) if topo_parts else None,
-        )
-        # Normal behaviour: the hour before the window, and for logs and traces also the
-        # layout's fault-free stretch (construct_data), read whole.
-        lookback = Window(window.start - NORMAL_LOOKBACK_SECONDS, window.start)
-        normals: dict[Modality, Normal] = {}
-        if has_metrics:
-            normals[Modality.METRICS] = Normal(lookback, sources)
-        free_logs = normal if normal is not None and normal.has("log") else None
-        free_traces = normal if normal is not None and normal.has("trace") else None
-        if has_logs or free_logs:
-            ref_logs = _FolderLogs(folder if has_logs else None, free_logs)
-            normals[Modality.LOGS] = Normal(lookback, Sources(logs=ref_logs))
-        if has_traces or free_traces:
-            ref_traces = _FolderTraces(folder if has_traces else None, free_traces)
-            normals[Modality.TRACES] = Normal(lookback, Sources(traces=ref_traces))
-        symptom = kpi[0] if kpi else _entry_service(folder, normal, window)
-        incident = Incident(
-            id=case_id, dataset=name, symptom=symptom, window=window, sources=sources,
-            normal=normals, notes=tuple(_notes(sources, normal)),
-        )  # fmt: skip
+        incident = day_incident(name, folder, normal, case_id, case_window(case_id, fault.time), kpi=kpi)
         label = Label(service_of_pod(fault.pod), fault_type_from_text(fault.kind), fault.kind)
         out.append(IncidentCase(incident, label))
     return out
+
+
+def day_incident(name: str, folder: _Folder, normal: _Folder | None, case_id: CaseId, window: Window, *,
+                 kpi: tuple[str, ...] = (), symptom: str = "") -> Incident:  # fmt: skip
+    """The incident of one window of a day folder (unlabelled: the label is the caller's)."""
+    has_metrics, has_logs, has_traces = folder.has("metric"), folder.has("log"), folder.has("trace")
+    topo_parts: list[tuple[_Folder, Window | None]] = []
+    if normal is not None and normal.has("trace"):
+        topo_parts.append((normal, None))
+    if has_traces:
+        topo_parts.append((folder, window))
+    sources = Sources(
+        metrics=_FolderMetrics(folder) if has_metrics else None,
+        logs=_FolderLogs(folder) if has_logs else None,
+        traces=_FolderTraces(folder) if has_traces else None,
+        topology=_FolderTopology(tuple(topo_parts), kpi) if topo_parts else None,
+    )
+    # Normal behaviour: the hour before the window, and for logs and traces also the
+    # layout's fault-free stretch (construct_data), read whole.
+    lookback = Window(window.start - NORMAL_LOOKBACK_SECONDS, window.start)
+    normals: dict[Modality, Normal] = {}
+    if has_metrics:
+        normals[Modality.METRICS] = Normal(lookback, sources)
+    free_logs = normal if normal is not None and normal.has("log") else None
+    free_traces = normal if normal is not None and normal.has("trace") else None
+    if has_logs or free_logs:
+        normals[Modality.LOGS] = Normal(lookback, Sources(logs=_FolderLogs(folder if has_logs else None, free_logs)))
+    if has_traces or free_traces:
+        normals[Modality.TRACES] = Normal(lookback, Sources(traces=_FolderTraces(folder if has_traces else None,
+                                                                                 free_traces)))  # fmt: skip
+    symptom = symptom or (kpi[0] if kpi else _entry_service(folder, normal, window))
+    return Incident(
+        id=case_id, dataset=name, symptom=symptom, window=window, sources=sources,
+        normal=normals, notes=tuple(_notes(sources, normal)),
+    )  # fmt: skip
+
+
+def recording(root: Path, *, case_id: str, symptom: str, window: Window) -> Incident:
+    """An unlabelled window of a Nezha-layout folder (a snapshot rcabot wrote)."""
+    days = sorted(p for p in (root / "rca_data").iterdir() if p.is_dir() and _DAY.match(p.name))
+    if len(days) != 1:
+        raise MalformedFile(root / "rca_data", f"a recording holds one day folder, found {len(days)}")
+    return day_incident(root.name, _Folder(days[0]), None, CaseId(case_id), window, symptom=symptom)
 
 
 def _entry_service(folder: _Folder, normal: _Folder | None, window: Window) -> str:

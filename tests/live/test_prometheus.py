@@ -91,3 +91,21 @@ def test_a_down_backend_leaves_a_partial_result(nezha_slice: Path) -> None:
         assert seen.violated and "metrics could not be read" in seen.explanation  # the audit sees it
 
     asyncio.run(go())
+
+
+def test_a_live_investigation_snapshotted_replays_offline(prometheus: tuple[str, Path], tmp_path: Path) -> None:
+    from rca.sources.snapshot import load_snapshot, write_snapshot
+
+    url, mapping = prometheus
+    live = LiveConfig(prometheus_url=url, prom_mapping=mapping)
+
+    async def go() -> tuple[str, str]:
+        t = telemetry_from(data=None, now=AT, live=live)
+        incident = await t.incident("Frontend", await t.window("10m"))
+        out = await write_snapshot(incident, tmp_path / "snap", origin={"prometheus": url}, created=AT)
+        a = await build_engine("lats").investigate(incident)
+        b = await build_engine("lats").investigate(load_snapshot(out))
+        return a.ranking[0].service, b.ranking[0].service
+
+    live_top, replayed_top = asyncio.run(go())
+    assert live_top == replayed_top == "ts-contacts-service"

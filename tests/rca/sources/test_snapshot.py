@@ -1,0 +1,53 @@
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.telemetry import LiveConfig, telemetry_from
+from rca.engines import build_engine
+from rca.errors import InputError, MalformedFile
+from rca.model import Incident
+from rca.sources.datasets import find_recordings
+from rca.sources.snapshot import MANIFEST, load_snapshot, write_snapshot
+from rca.timestamps import parse_timestamp
+
+AT = parse_timestamp("2023-01-29T13:36:00Z")
+
+
+def incident_of(data: Path, window: str = "10m") -> Incident:
+    async def go() -> Incident:
+        t = telemetry_from(data=data, now=AT, live=LiveConfig())
+        return await t.incident("Frontend", await t.window(window))
+
+    return asyncio.run(go())
+
+
+def top(incident: Incident) -> str:
+    return asyncio.run(build_engine("lats").investigate(incident)).ranking[0].service
+
+
+def test_a_snapshot_replays_the_investigation(tmp_path: Path, nezha_slice: Path) -> None:
+    original = incident_of(nezha_slice)
+    out = asyncio.run(write_snapshot(original, tmp_path / "snap", origin={"data": "demo"}, created=AT))
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["symptom"] == "Frontend" and manifest["window"]["end"] == "2023-01-29T13:36:00Z"
+    replayed = load_snapshot(out)
+    assert replayed.window == original.window and replayed.symptom == "Frontend"
+    assert replayed.sources.modalities() == original.sources.modalities()
+    assert top(replayed) == top(original) == "ts-contacts-service"
+    assert [r.symptom for r in find_recordings(tmp_path)] == ["Frontend"]  # found under a parent folder too
+
+
+def test_snapshot_refusals(tmp_path: Path, nezha_slice: Path) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    with pytest.raises(InputError, match="not empty"):
+        asyncio.run(write_snapshot(incident_of(nezha_slice), tmp_path / "full", origin={}, created=AT))
+    with pytest.raises(InputError, match="one UTC day"):
+        asyncio.run(write_snapshot(incident_of(nezha_slice, "2023-01-29T00:10:00Z/2023-01-29T00:20:00Z"),
+                                   tmp_path / "midnight", origin={}, created=AT))  # fmt: skip
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / MANIFEST).write_text("{not json")
+    with pytest.raises(MalformedFile, match="snapshot manifest"):
+        load_snapshot(tmp_path / "bad")
