@@ -8,7 +8,6 @@ investigation still marked running when the process starts again is marked inter
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
+from storage.database import open_database
 
 SCHEMA: dict[str, tuple[dict[str, type], str]] = {
     "investigations": ({
@@ -95,13 +94,8 @@ class Store:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        new = not self.path.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite_utils.Database(sqlite3.connect(self.path, check_same_thread=False))
+        self._db = open_database(self.path)
         self._lock = threading.Lock()
-        if new:
-            os.chmod(self.path, 0o600)  # traces quote telemetry: owner only
-        self._db.enable_wal()
         for name, (columns, pk) in SCHEMA.items():
             if not self._db[name].exists():  # type: ignore[union-attr]
                 self._db.create_table(name, columns, pk=pk)

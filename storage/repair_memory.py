@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-import sqlite_utils
-
 from rca.star.memory import Pattern, RepairRecord
+from storage.database import open_database
 
 TABLE = "repair_memory"
 
@@ -20,13 +17,8 @@ class SqliteRepairMemory:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        new = not self.path.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite_utils.Database(sqlite3.connect(self.path, check_same_thread=False))
+        self._db = open_database(self.path)
         self._lock = threading.Lock()
-        if new:
-            os.chmod(self.path, 0o600)  # repair history can name services: owner only
-        self._db.enable_wal()
         table = self._db[TABLE]
         if not table.exists():  # type: ignore[union-attr]
             self._db.create_table(

@@ -15,6 +15,7 @@ import yaml
 
 from rca.errors import DataError, MalformedFile
 from rca.model import Span, SpanStatus, Window
+from rca.sources import http
 from rca.sources.memory import InMemoryTraces, topology_from_spans
 from rca.sources.protocols import SpanQuery
 
@@ -55,17 +56,14 @@ class JaegerTraces:
                       key=lambda s: s.start)  # fmt: skip
 
     def _session(self) -> aiohttp.ClientSession:
-        return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
+        return http.session(self.timeout)
 
-    async def _get(self, session: aiohttp.ClientSession, path: str, params: dict[str, str]) -> Any:
-        try:
-            async with session.get(self.url + path, params=params) as response:
-                body = await response.json(content_type=None)
-                status = response.status
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            raise DataError(f"jaeger at {self.url}: {path}: {type(exc).__name__} {exc}".strip()) from exc
-        if status != 200 or not isinstance(body, dict) or body.get("errors"):
-            raise DataError(f"jaeger at {self.url}: {path}: HTTP {status} {str(body)[:200]}")
+    async def _get(self, client: aiohttp.ClientSession, path: str, params: dict[str, str]) -> Any:
+        def ok(status: int, body: Any) -> str | None:
+            good = status == 200 and isinstance(body, dict) and not body.get("errors")
+            return None if good else str(body)
+
+        body = await http.get_json(client, self.url + path, params, who=f"jaeger at {self.url}", what=path, ok=ok)
         return body.get("data")
 
 

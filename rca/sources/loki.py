@@ -12,6 +12,7 @@ import aiohttp
 
 from rca.errors import DataError
 from rca.model import LogRecord
+from rca.sources import http
 from rca.sources.normalise import normalise
 from rca.sources.prometheus import escape_value, services_regex
 from rca.sources.protocols import LogQuery
@@ -36,19 +37,19 @@ class LokiLogs:
         return f'{{{self.label}=~"{services_regex(services)}"}}'
 
     async def entities(self) -> tuple[str, ...]:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as session:
-            data = await self._get(session, f"/loki/api/v1/label/{self.label}/values", {}, what="label values")
+        async with http.session(self.timeout) as client:
+            data = await self._get(client, f"/loki/api/v1/label/{self.label}/values", {}, what="label values")
         return tuple(sorted(str(v) for v in data or [] if isinstance(v, str)))
 
     async def records(self, query: LogQuery) -> list[LogRecord]:
         logql = self.selector(query.entities)
         start_ns, end_ns = int(query.window.start * 1e9), int(query.window.end * 1e9)
         out: list[LogRecord] = []
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as session:
+        async with http.session(self.timeout) as client:
             while start_ns < end_ns and len(out) < MAX_LINES:
                 params = {"query": logql, "start": str(start_ns), "end": str(end_ns), "limit": str(PAGE),
                           "direction": "forward"}  # fmt: skip
-                data = await self._get(session, "/loki/api/v1/query_range", params, what=logql)
+                data = await self._get(client, "/loki/api/v1/query_range", params, what=logql)
                 page, last_ns, lines = self._parse(data)
                 out.extend(page)
                 if lines < PAGE:
@@ -76,14 +77,7 @@ class LokiLogs:
             records.extend(result.records)
         return records, last, count
 
-    async def _get(self, session: aiohttp.ClientSession, path: str, params: dict[str, str], *, what: str) -> Any:
-        try:
-            async with session.get(self.url + path, params=params) as response:
-                body = await response.json(content_type=None)
-                status = response.status
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            raise DataError(f"loki at {self.url}: {what[:120]}: {type(exc).__name__} {exc}".strip()) from exc
-        if status != 200 or not isinstance(body, dict) or body.get("status") != "success":
-            error = body.get("error") or body.get("message") if isinstance(body, dict) else str(body)[:200]
-            raise DataError(f"loki at {self.url}: {what[:120]}: HTTP {status} {error}")
+    async def _get(self, client: aiohttp.ClientSession, path: str, params: dict[str, str], *, what: str) -> Any:
+        body = await http.get_json(client, self.url + path, params, who=f"loki at {self.url}", what=what,
+                                   ok=http.status_success)  # fmt: skip
         return body.get("data")

@@ -30,6 +30,7 @@ import yaml
 
 from rca.errors import DataError, MalformedFile
 from rca.model import Series
+from rca.sources import http
 from rca.sources.protocols import MetricQuery
 from rca.windows import parse_duration
 
@@ -115,20 +116,20 @@ class PrometheusMetrics:
     async def series(self, query: MetricQuery) -> list[Series]:
         wanted = [m for m in self.mapping.metrics if not query.metrics or m in query.metrics]
         limit = asyncio.Semaphore(self.concurrency)
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as session:
+        async with http.session(self.timeout) as client:
 
             async def one(metric: str) -> list[Series]:
                 async with limit:
-                    return await self._range(session, metric, query)
+                    return await self._range(client, metric, query)
 
             parts = await asyncio.gather(*(one(m) for m in wanted))
         return [s for part in parts for s in part]
 
-    async def _range(self, session: aiohttp.ClientSession, metric: str, query: MetricQuery) -> list[Series]:
+    async def _range(self, client: aiohttp.ClientSession, metric: str, query: MetricQuery) -> list[Series]:
         promql = self.promql(metric, query.entities)
         params = {"query": promql, "start": f"{query.window.start:.3f}", "end": f"{query.window.end:.3f}",
                   "step": f"{self.mapping.step:g}s"}  # fmt: skip
-        data = await self._get("/api/v1/query_range", params, what=promql, session=session)
+        data = await self._get("/api/v1/query_range", params, what=promql, client=client)
         if not isinstance(data, dict) or data.get("resultType") != "matrix":
             raise DataError(f"prometheus: {promql[:120]}: expected a matrix result")
         out = []
@@ -144,20 +145,12 @@ class PrometheusMetrics:
         return out
 
     async def _get(self, path: str, params: dict[str, str], *, what: str,
-                   session: aiohttp.ClientSession | None = None) -> Any:  # fmt: skip
-        own = session is None
-        session = session or aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
-        try:
-            async with session.get(self.url + path, params=params) as response:
-                body = await response.json(content_type=None)
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            raise DataError(f"prometheus at {self.url}: {what[:120]}: {type(exc).__name__} {exc}".strip()) from exc
-        finally:
-            if own:
-                await session.close()
-        if not isinstance(body, dict) or body.get("status") != "success":
-            error = body.get("error", "no success status") if isinstance(body, dict) else "not JSON"
-            raise DataError(f"prometheus at {self.url}: {what[:120]}: {str(error)[:200]}")
+                   client: aiohttp.ClientSession | None = None) -> Any:  # fmt: skip
+        if client is None:
+            async with http.session(self.timeout) as own:
+                return await self._get(path, params, what=what, client=own)
+        body = await http.get_json(client, self.url + path, params, who=f"prometheus at {self.url}", what=what,
+                                   ok=http.status_success)  # fmt: skip
         return body.get("data")
 
 
