@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,10 @@ from typing import Any
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.response import BoltResponse
-from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import scheduler
@@ -47,6 +51,7 @@ class Bot:
 def web_client(settings: Settings) -> AsyncWebClient:
     client = AsyncWebClient(token=settings.bot_token, base_url=_base_url(settings.api_url), timeout=15)
     client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=3))  # honours Retry-After
+    client.retry_handlers.append(AsyncServerErrorRetryHandler(max_retry_count=2))  # Slack's 5xx, with backoff
     return client
 
 
@@ -68,7 +73,8 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,
                    request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode)  # fmt: skip
-    front = SlackFront(desk, client, stream_interval=stream_interval)
+    front = SlackFront(desk, client, stream_interval=stream_interval, allowed_channels=settings.allowed_channels,
+                       allowed_users=settings.allowed_users)  # fmt: skip
 
     @app.middleware
     async def once(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
@@ -106,25 +112,49 @@ async def start_http(bot: Bot, *, host: str, port: int, events: bool = True) -> 
 
 
 async def serve(settings: Settings, *, host: str = "0.0.0.0") -> None:
-    """`rcabot serve`: run until interrupted."""
+    """`rcabot serve`: run until SIGTERM or SIGINT, then stop taking requests and give running
+    investigations `shutdown_grace` seconds to finish; what is still running then is marked
+    interrupted at the next start, and its thread gets a button to resume it."""
     bot = build_bot(settings)
     await bot.desk.telemetry.services()  # load the telemetry before the first /rca, not during it
-    tasks = []
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = [asyncio.create_task(bot.front.announce_recovered())]
     if settings.summary_channel:
         tasks.append(asyncio.create_task(scheduler.every(
             settings.summary_cron, settings.summary_tz, lambda: bot.front.post_summary(settings.summary_channel))))  # fmt: skip
     runner = await start_http(bot, host=host, port=settings.port, events=not settings.socket_mode)
+    socket_mode = None
     try:
         if settings.socket_mode:
             from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
+            socket_mode = AsyncSocketModeHandler(bot.app, settings.app_token)
+            await socket_mode.connect_async()
             log.warning("rcabot serving over Socket Mode (health check on port %d)", settings.port)
-            await AsyncSocketModeHandler(bot.app, settings.app_token).start_async()
         else:
             log.warning("rcabot serving HTTP on port %d at %s", settings.port, EVENTS_PATH)
-            await asyncio.Event().wait()
+        await stop.wait()
+        log.warning("stopping: no new requests; %d investigation(s) running", len(bot.desk.running()))
+        if socket_mode is not None:
+            await socket_mode.close_async()
+        await runner.cleanup()  # no new requests ...
+        await _drain(bot, settings.shutdown_grace)  # ... while running work finishes
     finally:
-        await runner.cleanup()
+        if runner.server is not None:
+            await runner.cleanup()
         for t in tasks:
             t.cancel()
         bot.close()
+
+
+async def _drain(bot: Bot, grace: float) -> None:
+    """Wait for running investigations, at most `grace` seconds."""
+    deadline = asyncio.get_running_loop().time() + grace
+    while bot.desk.running() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.2)
+    left = bot.desk.running()
+    if left:
+        log.warning("%d investigation(s) left running: they are offered for resuming at the next start", len(left))

@@ -30,6 +30,7 @@ class Settings:
     now: float | None = None  # "now" inside the replayed data
     engine: str = "lats"
     workers: int = 2  # investigations that run at once; the rest queue
+    shutdown_grace: float = 30.0  # seconds running investigations get to finish on SIGTERM
     summary_channel: str = ""
     summary_cron: str = "0 9 * * *"
     summary_tz: str = "UTC"
@@ -40,6 +41,8 @@ class Settings:
     llm_max_calls: int = 20
     llm_max_tokens: int = 60_000
     live: LiveConfig = LiveConfig()
+    allowed_channels: frozenset[str] = frozenset()  # empty: every channel
+    allowed_users: frozenset[str] = frozenset()  # user ids and user-group ids (S...); empty: everyone
 
     def claude(self) -> ClaudeConfig:
         return ClaudeConfig(model=self.model, api_key=self.anthropic_api_key or None,
@@ -93,6 +96,7 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         now=parse_timestamp(now) if now else None,
         engine=text("RCABOT_ENGINE", "lats"),
         workers=number("RCABOT_WORKERS", 2, low=1, high=64),
+        shutdown_grace=float(number("RCABOT_SHUTDOWN_GRACE", 30, low=0, high=3600)),
         summary_channel=text("RCABOT_SUMMARY_CHANNEL"),
         summary_cron=cron,
         summary_tz=tz,
@@ -102,6 +106,8 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         model=text("RCABOT_MODEL", DEFAULT_MODEL),
         llm_max_calls=number("RCABOT_LLM_MAX_CALLS", 20, low=0, high=1000),
         llm_max_tokens=number("RCABOT_LLM_MAX_TOKENS", 60_000, low=0, high=10_000_000),
+        allowed_channels=_ids("RCABOT_ALLOWED_CHANNELS", text("RCABOT_ALLOWED_CHANNELS")),
+        allowed_users=_ids("RCABOT_ALLOWED_USERS", text("RCABOT_ALLOWED_USERS")),
         live=LiveConfig(
             prometheus_url=_url("PROMETHEUS_URL", text("PROMETHEUS_URL")),
             prom_mapping=_path(text("RCABOT_PROM_MAPPING")),
@@ -114,6 +120,14 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
             timeout=float(number("RCABOT_BACKEND_TIMEOUT", 10, low=1, high=300)),
         ),
     )
+
+
+def _ids(name: str, value: str) -> frozenset[str]:
+    ids = frozenset(v.strip() for v in value.split(",") if v.strip())
+    bad = [v for v in ids if not v.isalnum()]
+    if bad:
+        raise InputError(f"{name}: {bad[0]!r} is not a Slack id (comma-separated ids like C0123, U0456, S0789)")
+    return ids
 
 
 def _path(value: str) -> Path | None:

@@ -143,6 +143,12 @@ class Desk:
         self._remember_incident(run.id, incident)
         return run
 
+    async def reopen(self, id: str, *, user: str) -> Run:
+        """A new run over the same service, window and channel as an earlier investigation."""
+        row = await self._row(id)
+        window = Window(row.window_start, row.window_end)
+        return await self.open(row.service, window.to_iso(), channel=row.channel, user=user)
+
     def running(self, channel: str | None = None) -> list[Run]:
         return [r for r in self._running.values() if channel is None or r.channel == channel]
 

@@ -31,11 +31,38 @@ DAY = 86400.0
 
 class SlackFront:
     def __init__(self, desk: Desk, client: AsyncWebClient, *, stream_interval: float = 1.0,
+                 allowed_channels: frozenset[str] = frozenset(), allowed_users: frozenset[str] = frozenset(),
                  clock: Callable[[], float] = time.time) -> None:  # fmt: skip
         self.desk = desk
         self.client = client
         self.stream_interval = stream_interval
+        self.allowed_channels = allowed_channels
+        self.allowed_users = allowed_users
         self.clock = clock
+        self._groups: dict[str, tuple[float, frozenset[str]]] = {}  # user-group id -> (read at, members)
+
+    async def may_act(self, *, user: str, channel: str) -> bool:
+        if self.allowed_channels and channel not in self.allowed_channels:
+            return False
+        if not self.allowed_users or user in self.allowed_users:
+            return True
+        for group in (g for g in self.allowed_users if g.startswith("S")):
+            if user in await self._members(group):
+                return True
+        return False
+
+    async def _members(self, group: str) -> frozenset[str]:
+        """A user group's members, read at most every five minutes (none when Slack will not say)."""
+        cached = self._groups.get(group)
+        if cached is not None and self.clock() - cached[0] < 300:
+            return cached[1]
+        try:
+            users = frozenset((await self.client.usergroups_users_list(usergroup=group)).get("users") or [])
+        except SlackApiError as exc:
+            log.warning("cannot read user group %s: %s", group, exc.response.get("error", exc))
+            users = frozenset()
+        self._groups[group] = (self.clock(), users)
+        return users
 
     def status_text(self, channel: str) -> str:
         return render.status(self.desk.running(channel), queued=self.desk.queued_ahead())
@@ -81,7 +108,7 @@ class SlackFront:
         async for _ in self.desk.investigate(run):
             pass
 
-    async def _run(self, run: Run, ts: str, *, team: str) -> None:
+    async def _run(self, run: Run, ts: str, *, team: str, parent_ts: str = "") -> None:
         stream = ThreadStream(self.client, channel=run.channel, thread_ts=ts, team_id=team, user_id=run.user,
                               interval=self.stream_interval)  # fmt: skip
         narrator = Narrator()
@@ -96,7 +123,7 @@ class SlackFront:
         except (RcaError, OSError, ValueError) as exc:
             log.warning("investigation %s failed", run.id, exc_info=True)
             await stream.close(f"❌ The investigation failed: {render.plain(str(exc))[:500]}")
-            await self._update_parent(run, ts, f"❌ failed: {render.plain(str(exc))[:200]}")
+            await self._update_parent(run, parent_ts or ts, f"❌ failed: {render.plain(str(exc))[:200]}")
             return
         await stream.close()
         verdict = await self.desk.verdict(run.id)
@@ -106,7 +133,7 @@ class SlackFront:
         top = verdict.trace.decision.ranking[0] if verdict.trace.decision.ranking else None
         status = (f"✅ done — *{render.plain(top[0])}* ({top[1]}, {top[2]:.0%}) · STAR S {verdict.audit.score:.2f}"
                   if top else "✅ done — no root cause found")  # fmt: skip
-        await self._update_parent(run, ts, status)
+        await self._update_parent(run, parent_ts or ts, status)
 
     async def _update_parent(self, run: Run, ts: str, status: str) -> None:
         text, blocks = render.parent(run, status)
@@ -141,6 +168,26 @@ class SlackFront:
         await self._post(channel, row.thread_ts, text, blocks)
         text, blocks = render.verdict(after, repaired=True)
         await self._post(channel, row.thread_ts, text, blocks)
+
+    async def resume(self, investigation: str, *, channel: str, user: str) -> None:
+        row = await self._owned(investigation, channel)
+        if row is None:
+            return
+        try:
+            run = await self.desk.reopen(investigation, user=user)
+        except InputError as exc:
+            await self._post(channel, row.thread_ts, str(exc), [render.section(f"Cannot resume: {render.plain(str(exc))}")])
+            return
+        await self.desk.set_thread(run.id, parent_ts=row.parent_ts, thread_ts=row.thread_ts)
+        await self._run(run, row.thread_ts, team="", parent_ts=row.parent_ts)
+
+    async def announce_recovered(self) -> None:
+        """After a restart: a message with a resume button in each thread a stop cut short."""
+        for id in self.desk.store.recovered:
+            row = await asyncio.to_thread(self.desk.store.investigation, id)
+            if row is not None and row.thread_ts:
+                text, blocks = render.interrupted(id)
+                await self._post(row.channel, row.thread_ts, text, blocks)
 
     async def verify(self, investigation: str, *, channel: str, user: str) -> None:
         row = await self._owned(investigation, channel)

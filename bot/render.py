@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.desk import Run, Summary, Verdict
-from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, VERIFY, WRONG
+from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, RESUME, VERIFY, WRONG
 from rca.explain import cited_evidence
 from rca.model import Cost, Window, to_iso
+from rca.redact import redact
 from rca.star.audit import Audit
 from rca.star.repair import RepairResult
 from rca.star.verify import VerificationRun
@@ -38,8 +39,9 @@ def context(text: str) -> Block:
 
 
 def plain(text: str) -> str:
-    """A value that must not be read as Slack markup (a mention, a link, a formatting mark)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text from telemetry or a person, shown in Slack: credentials redacted, and escaped so it
+    cannot be read as markup (a mention, a link, a broadcast)."""
+    return redact(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def limit(blocks: list[Block]) -> list[Block]:
@@ -215,6 +217,15 @@ def feedback_thanks(correct: bool, true_cause: str) -> str:
     if correct:
         return "Thanks — marked correct. It counts towards the daily accuracy."
     return "Thanks — marked wrong" + (f"; true cause recorded as *{plain(true_cause)}*." if true_cause else ".")
+
+
+def interrupted(id: str) -> tuple[str, list[Block]]:
+    """Posted in the thread of an investigation a stop cut short."""
+    text = "rcabot restarted before this investigation finished"
+    return text, [section(f"⚠️ {text}. Nothing it had stored is lost; run it again over the same window:"),
+                  {"type": "actions", "block_id": f"resume:{id}", "elements": [
+                      {"type": "button", "action_id": RESUME, "value": id, "style": "primary",
+                       "text": {"type": "plain_text", "text": "Resume investigation"}}]}]  # fmt: skip
 
 
 # -- summary and status ----------------------------------------------------------------------

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from handlers.front import Front
-from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, VERIFY, WRONG
+from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, RESUME, VERIFY, WRONG
+from handlers.requests import NOT_ALLOWED
 
 
 def _where(body: dict[str, Any]) -> tuple[str, str, str]:
@@ -20,10 +21,22 @@ def _where(body: dict[str, Any]) -> tuple[str, str, str]:
 
 def register(app: AsyncApp, front: Front) -> None:
     @app.action(REPAIR)
-    async def on_repair(ack: AsyncAck, body: dict[str, Any]) -> None:
+    async def on_repair(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
         id, channel, user = _where(body)
+        if not await front.may_act(user=user, channel=channel):
+            await respond(response_type="ephemeral", replace_original=False, text=NOT_ALLOWED)
+            return
         await front.repair(id, channel=channel, user=user)
+
+    @app.action(RESUME)
+    async def on_resume(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        id, channel, user = _where(body)
+        if not await front.may_act(user=user, channel=channel):
+            await respond(response_type="ephemeral", replace_original=False, text=NOT_ALLOWED)
+            return
+        await front.resume(id, channel=channel, user=user)
 
     @app.action(VERIFY)
     async def on_verify(ack: AsyncAck, body: dict[str, Any]) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from handlers.front import Front
-from handlers.requests import USAGE, Kind, parse_rca_command
+from handlers.requests import NOT_ALLOWED, USAGE, Kind, parse_rca_command
 from rca.errors import InputError
 
 
@@ -20,6 +20,9 @@ def register(app: AsyncApp, front: Front, *, command: str = "/rca") -> None:
             request = parse_rca_command(text)
         except InputError as exc:
             await ack(response_type="ephemeral", text=f"{exc}\n\n{USAGE}")
+            return
+        if request.kind in (Kind.INVESTIGATE, Kind.SUMMARY) and not await front.may_act(user=user, channel=channel):
+            await ack(response_type="ephemeral", text=NOT_ALLOWED)
             return
         if request.kind is Kind.HELP:
             await ack(response_type="ephemeral", text=USAGE)

@@ -11,6 +11,10 @@ Respond = Callable[..., Awaitable[object]]
 
 
 class Front(Protocol):
+    async def may_act(self, *, user: str, channel: str) -> bool:
+        """Whether this user may start investigations and repairs in this channel."""
+        ...
+
     def status_text(self, channel: str) -> str:
         """The running investigations of a channel, as a message."""
         ...
@@ -27,6 +31,10 @@ class Front(Protocol):
     async def repair(self, investigation: str, *, channel: str, user: str) -> None: ...
 
     async def verify(self, investigation: str, *, channel: str, user: str) -> None: ...
+
+    async def resume(self, investigation: str, *, channel: str, user: str) -> None:
+        """Run an investigation a stop cut short again, in its thread."""
+        ...
 
     async def mark(self, investigation: str, *, channel: str, user: str, correct: bool,
                    trigger_id: str) -> None:  # fmt: skip

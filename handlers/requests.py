@@ -20,6 +20,9 @@ USAGE = ("*Usage:* `/rca <service> [window]`\n"
          "Example: `/rca ts-order-service 30m`")  # fmt: skip
 
 
+NOT_ALLOWED = "rcabot is not enabled for you in this channel; ask the team that runs it to add you."
+
+
 class Kind(StrEnum):
     INVESTIGATE = "investigate"
     HELP = "help"

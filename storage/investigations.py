@@ -103,8 +103,10 @@ class Store:
                             ("repairs", ["investigation"]), ("feedback", ["investigation"])):  # fmt: skip
             self._db[table].create_index(cols, if_not_exists=True)  # type: ignore[union-attr]
         with self._write():
+            running = [r["id"] for r in self._db["investigations"].rows_where("status = 'running'")]  # type: ignore[union-attr]
             self._db.execute("update investigations set status = 'interrupted', error = "
                              "'the bot stopped before this investigation finished' where status = 'running'")  # fmt: skip
+        self.recovered: tuple[str, ...] = tuple(running)  # cut short by the last stop: offered for resuming
 
     @contextmanager
     def _write(self) -> Iterator[None]:
