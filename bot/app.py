@@ -11,12 +11,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.request.internals import parse_body
 from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import scheduler
@@ -25,6 +29,7 @@ from bot.desk import Desk
 from bot.front import SlackFront
 from bot.telemetry import Telemetry, telemetry_from
 from handlers import actions, commands, events
+from handlers.payloads import well_formed
 from storage.investigations import Store
 from storage.repair_memory import SqliteRepairMemory
 
@@ -41,6 +46,8 @@ class Bot:
     desk: Desk
     store: Store
     memory: SqliteRepairMemory
+    errors: list[BaseException]  # what reached the app's error handler (a bug, or a dependency failing)
+    signing_secret: str = ""
 
     def close(self) -> None:
         self.desk.close()
@@ -86,20 +93,42 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
         await next()
         return None
 
+    errors: list[BaseException] = []
+
     @app.error
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
+        errors.append(error)
         log.error("unhandled error in a listener (%s)", str(body.get("type") or "")[:40], exc_info=error)
 
     commands.register(app, front)
     actions.register(app, front)
     events.register(app, front)
-    return Bot(app, front, desk, store, memory)
+    return Bot(app, front, desk, store, memory, errors, settings.signing_secret)
 
 
 async def start_http(bot: Bot, *, host: str, port: int, events: bool = True) -> web.AppRunner:
     """Serve the app over HTTP: signed requests at /slack/events (unless `events` is False, as
-    in Socket Mode) and a health check at /healthz."""
-    webapp = bot.app.web_app(path=EVENTS_PATH, port=port) if events else web.Application()
+    in Socket Mode) and a health check at /healthz. A signed request whose payload has not the
+    shape Slack gives it gets 400 before Bolt routes it."""
+    webapp = web.Application(client_max_size=2 * 1024 * 1024)
+    verifier = SignatureVerifier(bot.signing_secret) if bot.signing_secret else None
+
+    async def slack_events(request: web.Request) -> web.Response:
+        raw = await request.text()
+        signed = verifier is not None and verifier.is_valid(
+            raw, request.headers.get("X-Slack-Request-Timestamp", ""), request.headers.get("X-Slack-Signature", ""))
+        if signed:  # Bolt reads the payload as it builds its request: refuse what would break it
+            try:
+                body = parse_body(raw, request.content_type)
+            except ValueError:
+                body = None
+            if not well_formed(body):
+                return web.Response(status=400, text="malformed payload")
+        bolt_request = AsyncBoltRequest(body=raw, query=request.query_string, headers=request.headers)  # type: ignore[arg-type]
+        return await to_aiohttp_response(await bot.app.async_dispatch(bolt_request))
+
+    if events:
+        webapp.router.add_post(EVENTS_PATH, slack_events)
 
     async def health(_: web.Request) -> web.Response:
         return web.json_response({"ok": True, "running": len(bot.desk.running())})

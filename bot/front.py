@@ -19,7 +19,7 @@ from bot import render
 from bot.desk import AlreadyRunning, Chart, Desk, Run
 from bot.narration import Narrator
 from bot.stream import ThreadStream
-from handlers.front import Respond
+from handlers.front import Respond, reply
 from handlers.requests import USAGE, RcaCommand
 from rca.errors import InputError, RcaError
 from rca.star.repair import RepairStep
@@ -73,17 +73,17 @@ class SlackFront:
         try:
             run = await self.desk.open(command.service, command.window, channel=channel, user=user)
         except AlreadyRunning as exc:
-            await respond(response_type="ephemeral", text=await self._already(exc))
+            await reply(respond, await self._already(exc))
             return
         except InputError as exc:
-            await respond(response_type="ephemeral", text=f"{render.plain(str(exc))}\n\n{USAGE}")
+            await reply(respond, f"{render.plain(str(exc))}\n\n{USAGE}")
             return
         text, blocks = render.parent(run, "⏳ running — follow the investigation in the thread")
         try:
             posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=blocks)
         except SlackApiError as exc:
-            await respond(response_type="ephemeral", text=f"I cannot post in this channel "
-                          f"({exc.response.get('error')}); invite me with `/invite @rcabot`.")  # fmt: skip
+            await reply(respond, f"I cannot post in this channel ({exc.response.get('error')}); "
+                        "invite me with `/invite @rcabot`.")  # fmt: skip
             await self._drain(run)
             return
         ts = str(posted["ts"])

@@ -1,69 +1,54 @@
-"""The verdict's buttons and the feedback form: acknowledge, read the ids, call the front."""
+"""The verdict's buttons and the feedback form: acknowledge, parse, call the front."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
-from handlers.front import Front
+from handlers.front import Front, reply
 from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, RESUME, VERIFY, WRONG
+from handlers.payloads import parse_click, parse_submission
 from handlers.requests import NOT_ALLOWED
 
-
-def _where(body: dict[str, Any]) -> tuple[str, str, str]:
-    """(investigation id, channel, user) of a button click; empty strings when absent."""
-    actions = body.get("actions") or [{}]
-    value = str((actions[0] or {}).get("value") or "")
-    channel = str((body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id") or "")
-    return value, channel, str((body.get("user") or {}).get("id") or "")
+log = logging.getLogger("rcabot.handlers")
+GUARDED = (REPAIR, RESUME)  # buttons that start work: the allow-list applies
 
 
 def register(app: AsyncApp, front: Front) -> None:
     @app.action(REPAIR)
-    async def on_repair(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
-        id, channel, user = _where(body)
-        if not await front.may_act(user=user, channel=channel):
-            await respond(response_type="ephemeral", replace_original=False, text=NOT_ALLOWED)
-            return
-        await front.repair(id, channel=channel, user=user)
-
     @app.action(RESUME)
-    async def on_resume(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
-        id, channel, user = _where(body)
-        if not await front.may_act(user=user, channel=channel):
-            await respond(response_type="ephemeral", replace_original=False, text=NOT_ALLOWED)
-            return
-        await front.resume(id, channel=channel, user=user)
-
     @app.action(VERIFY)
-    async def on_verify(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        id, channel, user = _where(body)
-        await front.verify(id, channel=channel, user=user)
-
     @app.action(CORRECT)
-    async def on_correct(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        id, channel, user = _where(body)
-        await front.mark(id, channel=channel, user=user, correct=True, trigger_id=str(body.get("trigger_id") or ""))
-
     @app.action(WRONG)
-    async def on_wrong(ack: AsyncAck, body: dict[str, Any]) -> None:
+    async def on_click(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
-        id, channel, user = _where(body)
-        await front.mark(id, channel=channel, user=user, correct=False, trigger_id=str(body.get("trigger_id") or ""))
+        click = parse_click(body)
+        if click is None:
+            log.warning("ignored a malformed button payload")
+            return
+        if click.action_id in GUARDED and not await front.may_act(user=click.user, channel=click.channel):
+            await reply(respond, NOT_ALLOWED, replace_original=False)
+            return
+        where = {"channel": click.channel, "user": click.user}
+        if click.action_id == REPAIR:
+            await front.repair(click.value, **where)
+        elif click.action_id == RESUME:
+            await front.resume(click.value, **where)
+        elif click.action_id == VERIFY:
+            await front.verify(click.value, **where)
+        else:
+            await front.mark(click.value, correct=click.action_id == CORRECT, trigger_id=click.trigger_id, **where)
 
     @app.view(FEEDBACK_VIEW)
     async def on_feedback(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
-        values = (view.get("state") or {}).get("values") or {}
-        cause = str(((values.get("cause") or {}).get("value") or {}).get("value") or "").strip()
-        note = str(((values.get("note") or {}).get("value") or {}).get("value") or "").strip()
-        error = await front.wrong_cause(str(view.get("private_metadata") or ""),
-                                        user=str((body.get("user") or {}).get("id") or ""),
-                                        true_cause=cause, note=note)  # fmt: skip
+        submission = parse_submission(body, view)
+        if submission is None:
+            await ack(response_action="errors", errors={"cause": "This form lost its investigation; mark it again."})
+            return
+        error = await front.wrong_cause(submission.investigation, user=submission.user,
+                                        true_cause=submission.cause, note=submission.note)  # fmt: skip
         if error:
             await ack(response_action="errors", errors={"cause": error[:150]})
         else:

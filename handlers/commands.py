@@ -7,6 +7,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from handlers.front import Front
+from handlers.payloads import parse_command
 from handlers.requests import NOT_ALLOWED, USAGE, Kind, parse_rca_command
 from rca.errors import InputError
 
@@ -14,8 +15,11 @@ from rca.errors import InputError
 def register(app: AsyncApp, front: Front, *, command: str = "/rca") -> None:
     @app.command(command)
     async def rca(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
-        text = str(command.get("text") or "")
-        channel, user = str(command.get("channel_id") or ""), str(command.get("user_id") or "")
+        parsed = parse_command(command)
+        text, channel, user = parsed.text, parsed.channel, parsed.user
+        if not channel or not user:
+            await ack(response_type="ephemeral", text="This request names no channel or user; try again in a channel.")
+            return
         try:
             request = parse_rca_command(text)
         except InputError as exc:
@@ -33,5 +37,4 @@ def register(app: AsyncApp, front: Front, *, command: str = "/rca") -> None:
             await front.post_summary(channel)
         else:
             await ack()
-            await front.investigate(request, channel=channel, user=user,
-                                    team=str(command.get("team_id") or ""), respond=respond)  # fmt: skip
+            await front.investigate(request, channel=channel, user=user, team=parsed.team, respond=respond)

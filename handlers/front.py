@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+import aiohttp
+from slack_sdk.errors import SlackApiError
+
 from handlers.requests import RcaCommand
 
+log = logging.getLogger("rcabot.handlers")
+
 Respond = Callable[..., Awaitable[object]]
+
+
+async def reply(respond: Respond, text: str, **fields: object) -> None:
+    """An ephemeral reply through the response URL; a reply that cannot be delivered is logged,
+    not raised (the user sees nothing more, the bot goes on)."""
+    try:
+        await respond(response_type="ephemeral", text=text, **fields)
+    except (aiohttp.ClientError, TimeoutError, SlackApiError) as exc:
+        log.warning("could not reply through the response URL: %s", type(exc).__name__)
 
 
 class Front(Protocol):

@@ -124,6 +124,14 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
                                          and "ts-order-service is ranked" in blocks_text(c))  # fmt: skip
             assert reply.params["channel"] == CHANNEL
             assert bot.store.questions(inv.id)[0][0] == "why not ts-order-service?"
+            answers = len(slack.of("chat.postMessage"))
+            status, _, _ = await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL",
+                                                       "text": "why not ts-order-service?", "ts": "1700009999.000100",
+                                                       "thread_ts": thread}, event_id="Ev0FOLLOWUP"),
+                                      headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})  # fmt: skip
+            await asyncio.sleep(0.5)
+            assert status == 200 and len(slack.of("chat.postMessage")) == answers  # a redelivered event: no second answer
+            assert len(bot.store.questions(inv.id)) == 1
 
             # feedback: correct is kept; wrong opens the form, whose true cause is validated
             await post(url, action_body(CORRECT, inv.id, channel=CHANNEL, message_ts=thread,
