@@ -76,7 +76,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     memory = SqliteRepairMemory(settings.db)  # the same file, its own table
     telemetry = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
     desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
-                reasoner=settings.build_reasoner())  # fmt: skip
+                reasoner=settings.build_reasoner(), time_budget=settings.time_budget)  # fmt: skip
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,
                    request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode)  # fmt: skip

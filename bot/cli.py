@@ -395,7 +395,7 @@ async def _console(args: argparse.Namespace) -> int:
     store = Store(args.db or settings.db)
     memory = SqliteRepairMemory(args.db or settings.db)
     desk = Desk(telemetry=telemetry_from(data=data, now=now, live=settings.live), store=store, memory=memory, engine=settings.engine,
-                workers=settings.workers, reasoner=_reasoner(args))  # fmt: skip
+                workers=settings.workers, reasoner=_reasoner(args), time_budget=settings.time_budget)  # fmt: skip
 
     async def read() -> str | None:
         try:

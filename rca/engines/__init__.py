@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 from rca.errors import EngineError
@@ -21,7 +22,8 @@ def engine_names() -> tuple[str, ...]:
     return ("lats", "linear", "linear-multi", "baro")
 
 
-def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasoner: Reasoner | None = None) -> Engine:
+def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasoner: Reasoner | None = None,
+                 time_budget: float | None = None) -> Engine:  # fmt: skip
     """An engine by its command-line name, optionally with one ablation (`lats` only) or
     followed by STAR's audit and repair (the search engines); the search engines take a
     reasoner (the offline one by default)."""
@@ -31,13 +33,15 @@ def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasone
 
     key = name.strip().lower()
     if repair and key in VARIANTS:
-        base = build_engine(key, ablation=ablation, reasoner=reasoner)
+        base = build_engine(key, ablation=ablation, reasoner=reasoner, time_budget=time_budget)
         assert isinstance(base, SearchEngine)
         return StarEngine(base)
     if key == "baro" and not ablation:
         return BaroEngine()
     if key in VARIANTS:
         variant = VARIANTS[key]
+        if time_budget is not None:
+            variant = Variant(variant.name, variant.order, replace(variant.config, time_budget=time_budget))
         if ablation:
             if ablation not in ABLATIONS:
                 raise EngineError(f"unknown ablation {ablation!r}; choose from {', '.join(ABLATIONS)}")

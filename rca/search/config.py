@@ -24,4 +24,5 @@ class SearchConfig:
     seed: int = 0
     backprop: bool = True  # ablation switch
     reflection: bool = True  # ablation switch
+    time_budget: float | None = None  # seconds; past it the search stops and decides on what it has
     scoring: ScoringConfig = field(default_factory=ScoringConfig)

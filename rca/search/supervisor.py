@@ -52,10 +52,18 @@ async def run_search(
                     tools or (Tool.SCAN,), {}, itertools.count(1), {}, set())  # fmt: skip
     agents = [AgentSearch(k, shared) for k in kinds]
     done = False
+
+    def out_of_time() -> bool:
+        return config.time_budget is not None and time.perf_counter() - started > config.time_budget
+
     for _round in range(config.rounds):
         for i, agent in enumerate(agents):
             reason = "turn budget spent"
             for _ in range(config.iterations_per_agent):
+                if out_of_time():
+                    done, reason = True, "time budget spent"
+                    toolbox.missing.append(f"time budget of {config.time_budget:g} s spent: the search stopped early")
+                    break
                 async for event in agent.iterate():
                     yield event
                 if agent.confirmed:

@@ -214,3 +214,37 @@ def test_a_slow_loki_leaves_a_partial_result(nezha_slice: Path) -> None:
         assert diagnosis.trace is not None and diagnosis.trace["evidence_package"]["modalities"]["logs"] is False
 
     asyncio.run(go())
+
+
+def test_backends_answering_garbage_leave_a_partial_result(nezha_slice: Path) -> None:
+    async def html(request: web.Request) -> web.Response:
+        return web.Response(text="<html>502 Bad Gateway</html>", status=502, content_type="text/html")
+
+    async def wrong_shape(request: web.Request) -> web.Response:
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": [1, 2]}})
+
+    async def go() -> None:
+        prom = StandIn({"/api/v1/query_range": wrong_shape, "/api/v1/label/container/values": html})
+        jaeger = StandIn({"/api/services": html, "/api/traces": html})
+        async with prom as prom_url, jaeger as jaeger_url:
+            live = LiveConfig(prometheus_url=prom_url, jaeger_url=jaeger_url, timeout=2)
+            t = telemetry_from(data=nezha_slice, now=parse_timestamp("2023-01-29T13:36:00Z"), live=live)
+            incident = await t.incident("Frontend", await t.window("10m"))
+            diagnosis = await build_engine("lats").investigate(incident)
+        missing = " ".join(diagnosis.missing)
+        assert "metrics: unavailable (prometheus at" in missing
+        assert "traces: unavailable (jaeger at" in missing
+        assert diagnosis.ranking  # the recorded logs still rank
+
+    asyncio.run(go())
+
+
+def test_a_time_budget_bounds_the_search(nezha_slice: Path) -> None:
+    async def go() -> None:
+        t = telemetry_from(data=nezha_slice, now=parse_timestamp("2023-01-29T13:36:00Z"), live=LiveConfig())
+        incident = await t.incident("Frontend", await t.window("10m"))
+        diagnosis = await build_engine("lats", time_budget=0.2).investigate(incident)
+        assert any("time budget of 0.2 s spent" in m for m in diagnosis.missing)
+        assert diagnosis.cost.seconds < 5
+
+    asyncio.run(go())
