@@ -109,6 +109,13 @@ class Toolbox:
         names = set((await self.topology()).nodes)
         if self.incident.sources.metrics is not None and "metrics" not in self.failed:
             names.update(await self._read("metrics", self.incident.sources.metrics.entities(), ()))
+        if not names:  # no call graph and no metric catalogue: the services that logged or traced
+            if self.incident.sources.logs is not None:
+                names.update(await self._log_index())
+            if self.incident.sources.traces is not None:
+                own, gaps = await self._trace_index()
+                names.update(own)
+                names.update(part for edge in gaps for part in edge.split("->"))
         return tuple(sorted(str(n) for n in names))
 
     # -- metrics -----------------------------------------------------------------------
