@@ -35,6 +35,8 @@ class Call:
 class SlackStandIn:
     streaming: bool = True  # False: chat.*Stream answer unknown_method, as where unavailable
     rate_limit_once: set[str] = field(default_factory=set)  # methods whose first call gets a 429
+    server_error_once: set[str] = field(default_factory=set)  # methods whose first call gets a 503
+    usergroups: dict[str, list[str]] = field(default_factory=dict)  # user-group id -> member ids
     token: str = "xoxb-standin"
     calls: list[Call] = field(default_factory=list)
     responses: list[dict[str, Any]] = field(default_factory=list)  # what reached response_url
@@ -100,6 +102,10 @@ class SlackStandIn:
         self.changed.set()
         if request.headers.get("Authorization") != f"Bearer {self.token}":
             return web.json_response({"ok": False, "error": "not_authed"})
+        if method in self.server_error_once:
+            self.server_error_once.discard(method)
+            call.status = 503
+            return web.Response(status=503, text="upstream connect error")
         if method in self.rate_limit_once:
             self.rate_limit_once.discard(method)
             call.status = 429
@@ -132,6 +138,11 @@ class SlackStandIn:
         if method == "chat.getPermalink":
             return {"ok": True, "channel": channel,
                     "permalink": f"https://standin.slack.com/archives/{channel}/p{str(p.get('message_ts')).replace('.', '')}"}  # fmt: skip
+        if method == "usergroups.users.list":
+            group = str(p.get("usergroup", ""))
+            if group not in self.usergroups:
+                return {"ok": False, "error": "no_such_subteam"}
+            return {"ok": True, "users": self.usergroups[group]}
         if method == "views.open":
             view = p.get("view", {})
             return {"ok": True, "view": {"id": "V0STANDIN", **(json.loads(view) if isinstance(view, str) else view)}}

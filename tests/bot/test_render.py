@@ -27,7 +27,7 @@ def demo_trace():  # type: ignore[no-untyped-def]
 def test_verdict_stays_inside_slack_limits_and_escapes_telemetry() -> None:
     trace = demo_trace()
     ep = trace.evidence_package
-    hostile = "<!channel> <https://evil.example|click> " + "x" * 5000
+    hostile = "<!channel> <https://evil.example|click> password=hunter2-secret " + "x" * 5000
     cited = set(trace.hypotheses[0].evidence)
     evidence = tuple(replace(ev, detail=hostile) if ev.id in cited else ev for ev in ep.evidence)
     trace = replace(trace, evidence_package=replace(ep, evidence=evidence, missing=("no traces: " + "y" * 4000,)))
@@ -36,6 +36,7 @@ def test_verdict_stays_inside_slack_limits_and_escapes_telemetry() -> None:
     assert len(blocks) <= 50 and len(text) <= 3000
     payload = json.dumps(blocks)
     assert "<!channel>" not in payload and "&lt;!channel&gt;" in payload
+    assert "hunter2-secret" not in payload and "[REDACTED]" in payload  # secrets in telemetry never reach Slack
     for b in blocks:
         body = (b.get("text") or {}).get("text", "") if b["type"] != "context" else b["elements"][0]["text"]
         assert len(body) <= 3000

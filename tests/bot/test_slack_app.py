@@ -33,11 +33,12 @@ CHANNEL = "C0INCIDENT"
 
 
 @asynccontextmanager
-async def running(tmp: Path, slice_: Path, **standin: Any) -> AsyncIterator[tuple[Bot, SlackStandIn, str]]:
+async def running(tmp: Path, slice_: Path, *, settings_: dict[str, Any] | None = None,
+                  **standin: Any) -> AsyncIterator[tuple[Bot, SlackStandIn, str]]:  # fmt: skip
     slack = SlackStandIn(**standin)
     await slack.start()
     settings = Settings(bot_token=slack.token, signing_secret=SECRET, api_url=slack.api_url, db=tmp / "rcabot.db",
-                        data=slice_, now=parse_timestamp("2023-01-29T13:36:00Z"), workers=1)  # fmt: skip
+                        data=slice_, now=parse_timestamp("2023-01-29T13:36:00Z"), workers=1, **(settings_ or {}))  # fmt: skip
     bot = build_bot(settings, stream_interval=0.2)
     port = free_port()
     runner = await start_http(bot, host="127.0.0.1", port=port)
@@ -238,5 +239,38 @@ def test_a_second_rca_links_to_the_running_one(tmp_path: Path, nezha_slice: Path
             assert reply["response_type"] == "ephemeral" and "already running" in reply["text"]
             assert "standin.slack.com/archives/C0INCIDENT/p1700000000000100" in reply["text"]
             assert not slack.of("chat.postMessage")
+
+    run(scenario)
+
+
+def test_allow_lists_and_a_slack_5xx(tmp_path: Path, nezha_slice: Path) -> None:
+    allow = {"allowed_channels": frozenset({CHANNEL}), "allowed_users": frozenset({"S0ONCALL"})}
+
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, settings_=allow, usergroups={"S0ONCALL": ["U0ONCALL"]},
+                           server_error_once={"chat.postMessage"}) as (bot, slack, url):  # fmt: skip
+            _, body, _ = await post(url, command_body("Frontend 10m", response_url=slack.response_url(), channel="C0OTHER",
+                                                      trigger_id="t-chan"))  # fmt: skip
+            assert "not enabled for you" in body
+            _, body, _ = await post(url, command_body("Frontend 10m", response_url=slack.response_url(), user="U0STRANGER",
+                                                      trigger_id="t-user"))  # fmt: skip
+            assert "not enabled for you" in body
+            assert bot.store.between(0, time.time() + 1) == []
+            # a member of the allowed user group may; the first post meets a 503 and is retried
+            _, body, _ = await post(url, command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="t-ok"))
+            assert "not enabled" not in body
+            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c))
+            assert [c.status for c in slack.calls if c.method == "chat.postMessage"][0] == 503
+            assert len([c for c in slack.of("chat.postMessage") if not c.params.get("thread_ts")]) == 1
+            inv = bot.store.by_thread(CHANNEL, verdict.params["thread_ts"])
+            assert inv is not None
+            await post(url, action_body(REPAIR, inv.id, channel=CHANNEL, message_ts=verdict.params["thread_ts"],
+                                        response_url=slack.response_url("denied"), trigger_id="t-rep", user="U0STRANGER"))  # fmt: skip
+            for _ in range(30):
+                if slack.responses:
+                    break
+                await asyncio.sleep(0.1)
+            assert "not enabled for you" in slack.responses[-1]["text"]
+            assert bot.store.repairs(inv.id) == []
 
     run(scenario)
