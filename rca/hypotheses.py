@@ -57,6 +57,8 @@ class ScoringConfig:
     victim_factor: float = 0.55  # a service explained by an anomalous callee keeps this share
     victim_ratio: float = 0.7  # the callee must carry at least this share of the value
     victim_hops: int = 3
+    error_victim_factor: float = 0.3
+    error_victim_ratio: float = 0.2  # errors propagate to callers: a callee with errors of its own at this share explains them
     unreachable_factor: float = 0.5
     comove_floor: float = 0.5  # a service whose series ignore the symptom's keeps this share  # a service the symptom does not call, even indirectly
     background_quantile: float = 0.75  # a component's level in most services is background
@@ -234,7 +236,7 @@ def score_hypotheses(
     if symptom in graph:
         downstream = nx.descendants(graph, symptom) | {symptom}
         values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
-    adjusted = _discount_victims(values, comps, graph, config)
+    adjusted = _discount_victims(values, comps, graph, config, {e: f for e, (_, f, _) in best.items()})
     strength = {e: max((ev.score for ev in evidence if ev.entity == e), default=0.0) for e in adjusted}
     # values equal to three places (saturated signals) are told apart by the raw deviation
     ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]], kv[0]))
@@ -289,17 +291,25 @@ def _weigh_comovement(
 
 
 def _discount_victims(
-    values: dict[str, float], comps: dict[str, _Signals], graph: nx.DiGraph, cfg: ScoringConfig
+    values: dict[str, float], comps: dict[str, _Signals], graph: nx.DiGraph, cfg: ScoringConfig,
+    faults: dict[str, FaultType],
 ) -> dict[str, tuple[float, str]]:
     out: dict[str, tuple[float, str]] = {}
+    erring = (FaultType.EXCEPTION, FaultType.WRONG_RESULT)
     for entity, value in values.items():
         why = "strongest localised evidence" if value > 0 else ""
         if entity in graph:
             reach = nx.single_source_shortest_path_length(graph, entity, cutoff=cfg.victim_hops)
-            culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= cfg.victim_ratio * value]
+
+            def explains(d: str) -> bool:
+                ratio = cfg.error_victim_ratio if faults.get(entity) in erring and faults.get(d) in erring else cfg.victim_ratio
+                return values.get(d, 0.0) >= ratio * value
+
+            culprits = [d for d in reach if d != entity and explains(d)]
             if culprits:
                 top = max(culprits, key=lambda d: values[d])
-                value *= cfg.victim_factor
+                erred = faults.get(entity) in erring and faults.get(top) in erring
+                value *= cfg.error_victim_factor if erred else cfg.victim_factor
                 why = f"explained in part by anomalous callee {top}"
         out[entity] = (value, why)
     return out
