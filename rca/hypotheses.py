@@ -57,8 +57,10 @@ class ScoringConfig:
     victim_factor: float = 0.55  # a service explained by an anomalous callee keeps this share
     victim_ratio: float = 0.7  # the callee must carry at least this share of the value
     victim_hops: int = 3
+    # errors propagate to callers: a callee whose own errors carry a fifth of a service's value
+    # explains that service's errors, and the service keeps less
     error_victim_factor: float = 0.3
-    error_victim_ratio: float = 0.2  # errors propagate to callers: a callee with errors of its own at this share explains them
+    error_victim_ratio: float = 0.2
     unreachable_factor: float = 0.5
     comove_floor: float = 0.5  # a service whose series ignore the symptom's keeps this share  # a service the symptom does not call, even indirectly
     background_quantile: float = 0.75  # a component's level in most services is background
@@ -301,11 +303,9 @@ def _discount_victims(
         if entity in graph:
             reach = nx.single_source_shortest_path_length(graph, entity, cutoff=cfg.victim_hops)
 
-            def explains(d: str) -> bool:
-                ratio = cfg.error_victim_ratio if faults.get(entity) in erring and faults.get(d) in erring else cfg.victim_ratio
-                return values.get(d, 0.0) >= ratio * value
-
-            culprits = [d for d in reach if d != entity and explains(d)]
+            errs = faults.get(entity) in erring
+            culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * (
+                cfg.error_victim_ratio if errs and faults.get(d) in erring else cfg.victim_ratio)]  # fmt: skip
             if culprits:
                 top = max(culprits, key=lambda d: values[d])
                 erred = faults.get(entity) in erring and faults.get(top) in erring
