@@ -9,12 +9,14 @@ from rca.search.state import Decision, RankedCause
 
 
 def confidences(ranked: Sequence[Hypothesis]) -> list[float]:
-    """A hypothesis' value tempered by how clearly it leads the next one."""
-    out = []
+    """A hypothesis' value tempered by how clearly it leads the next one, never above the
+    confidence of a hypothesis ranked before it (a ranked list reads top down)."""
+    out: list[float] = []
     for i, h in enumerate(ranked):
         nxt = ranked[i + 1].value if i + 1 < len(ranked) else 0.0
         margin = (h.value - nxt) / h.value if h.value > 0 else 0.0
-        out.append(round(min(0.99, h.value * (0.6 + 0.4 * margin)), 4))
+        value = round(min(0.99, h.value * (0.6 + 0.4 * margin)), 4)
+        out.append(min(value, out[-1]) if out else value)
     return out
 
 

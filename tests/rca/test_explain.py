@@ -41,3 +41,8 @@ def test_answers_quote_the_trace(trace: Trace) -> None:
     assert all(t.id in nxt for t in trace.decision.tests)
     chart = answer(parse_question(f"chart cpu of {lead.service}", services=names), trace)
     assert chart.chart is not None and chart.chart.entity == lead.service and chart.chart.metric == "cpu"
+
+
+def test_confidences_read_top_down(trace: Trace) -> None:
+    ranking = trace.decision.ranking
+    assert all(a[2] >= b[2] for a, b in zip(ranking, ranking[1:], strict=False))
