@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import aiohttp
 
-from tests.bot.slack_standin import SlackStandIn, command_body, free_port, sign
+from tests.bot.slack_standin import (
+    SlackStandIn,
+    command_body,
+    free_port,
+    serve_process,
+    sign,
+    wait_until_up,
+)
 
 SECRET = "bench-signing-secret"
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,14 +37,10 @@ async def main(requests: int, workers: int, spread: float) -> int:
     await slack.start()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": SECRET,
-               "SLACK_API_URL": slack.api_url, "PORT": str(port), "RCABOT_DB": str(Path(tmp) / "bench.db"),
-               "RCABOT_NOW": "2023-01-29T13:36:00Z", "RCABOT_WORKERS": str(workers)}  # fmt: skip
-        env.pop("SLACK_APP_TOKEN", None)
-        app = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], env=env, cwd=ROOT)
+        app = serve_process(slack, secret=SECRET, port=port, db=Path(tmp) / "bench.db", workers=workers)
         try:
             url = f"http://127.0.0.1:{port}/slack/events"
-            await _ready(f"http://127.0.0.1:{port}/healthz")
+            await wait_until_up(port)
             async with aiohttp.ClientSession() as session:
                 started = time.monotonic()
                 delay = spread / requests
@@ -76,20 +76,6 @@ async def _fire(session: aiohttp.ClientSession, url: str, slack: SlackStandIn, i
     async with session.post(url, data=text.encode(), headers=headers) as r:
         await r.read()
         return r.status, (time.monotonic() - t0) * 1000
-
-
-async def _ready(url: str) -> None:
-    deadline = time.monotonic() + 60
-    async with aiohttp.ClientSession() as session:
-        while time.monotonic() < deadline:
-            try:
-                async with session.get(url) as r:
-                    if r.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.2)
-    raise SystemExit("rcabot serve did not come up within 60 s")
 
 
 if __name__ == "__main__":

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -23,10 +20,10 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.slack_ack import SECRET, _ready
+from bench.slack_ack import SECRET
 from bot.backfill import free_port
 from bot.telemetry import ReplayTelemetry, embedded_data
-from tests.bot.slack_standin import SlackStandIn, command_body, sign
+from tests.bot.slack_standin import SlackStandIn, command_body, serve_process, sign, wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,15 +43,10 @@ async def main(requests: int, channels: int, within: float, workers: int) -> int
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "load.db"
-        env = {**os.environ, "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": SECRET,
-               "SLACK_API_URL": slack.api_url, "PORT": str(port), "RCABOT_DB": str(db),
-               "RCABOT_NOW": "2023-01-29T13:36:00Z", "RCABOT_WORKERS": str(workers)}  # fmt: skip
-        for k in ("SLACK_APP_TOKEN", "ANTHROPIC_API_KEY", "RCABOT_DATA", "PROMETHEUS_URL"):
-            env.pop(k, None)
-        app = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], env=env, cwd=ROOT)
+        app = serve_process(slack, secret=SECRET, port=port, db=db, workers=workers)
         rss = 0.0
         try:
-            await _ready(f"http://127.0.0.1:{port}/healthz")
+            await wait_until_up(port)
             url = f"http://127.0.0.1:{port}/slack/events"
             started = time.monotonic()
             async with aiohttp.ClientSession() as session:

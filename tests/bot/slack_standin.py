@@ -11,15 +11,21 @@ import hashlib
 import hmac
 import itertools
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
 import urllib.parse
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 TEAM, BOT_USER, BOT_ID = "T0STANDIN", "U0RCABOT", "B0RCABOT"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -241,3 +247,31 @@ def event_body(event: dict[str, Any], *, event_id: str) -> tuple[str, str]:
             "type": "event_callback", "event_id": event_id, "event_time": int(time.time()),
             "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}]}  # fmt: skip
     return json.dumps(body), "application/json"
+
+
+# -- `rcabot serve` as its own process, pointed at a stand-in --------------------------------------
+def serve_process(slack: SlackStandIn, *, secret: str, port: int, db: Path, workers: int = 2,
+                  extra: dict[str, str] | None = None) -> subprocess.Popen[bytes]:  # fmt: skip
+    """Start `rcabot serve` (HTTP mode, the embedded incident replayed) talking to the stand-in."""
+    env = {**os.environ, "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": secret, "SLACK_API_URL": slack.api_url,
+           "PORT": str(port), "RCABOT_DB": str(db), "RCABOT_NOW": "2023-01-29T13:36:00Z",
+           "RCABOT_WORKERS": str(workers), **(extra or {})}  # fmt: skip
+    for k in ("SLACK_APP_TOKEN", "ANTHROPIC_API_KEY", "RCABOT_DATA", "PROMETHEUS_URL", "LOKI_URL", "JAEGER_URL"):
+        env.pop(k, None)
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+async def wait_until_up(port: int, *, timeout: float = 60.0) -> None:
+    """Until the app's /healthz answers."""
+    deadline = time.monotonic() + timeout
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            try:
+                async with session.get(f"http://127.0.0.1:{port}/healthz") as r:
+                    if r.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"rcabot serve did not come up within {timeout:.0f} s")

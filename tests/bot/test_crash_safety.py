@@ -5,7 +5,6 @@ the middle of repair-memory writes loses no committed row."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sqlite3
 import subprocess
@@ -17,33 +16,25 @@ import aiohttp
 
 from bot.backfill import free_port
 from handlers.ids import REPAIR, RESUME
-from tests.bot.slack_standin import SlackStandIn, action_body, command_body, sign
+from tests.bot.slack_standin import (
+    SlackStandIn,
+    action_body,
+    command_body,
+    serve_process,
+    sign,
+    wait_until_up,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "crash-test-signing-secret"
 
 
 def serve(slack: SlackStandIn, db: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": slack.api_url,
-           "PORT": str(port), "RCABOT_DB": str(db), "RCABOT_NOW": "2023-01-29T13:36:00Z", "RCABOT_WORKERS": "1",
-           "RCABOT_SHUTDOWN_GRACE": "60"}  # fmt: skip
-    for k in ("SLACK_APP_TOKEN", "ANTHROPIC_API_KEY", "RCABOT_DATA", "PROMETHEUS_URL"):
-        env.pop(k, None)
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    return serve_process(slack, secret=SECRET, port=port, db=db, workers=1, extra={"RCABOT_SHUTDOWN_GRACE": "60"})
 
 
 async def ready(port: int) -> None:
-    async with aiohttp.ClientSession() as s:
-        for _ in range(200):
-            try:
-                async with s.get(f"http://127.0.0.1:{port}/healthz") as r:
-                    if r.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-    raise AssertionError("rcabot serve did not come up")
+    await wait_until_up(port, timeout=20)
 
 
 async def post(port: int, body: tuple[str, str]) -> int:
