@@ -47,6 +47,8 @@ class SlackStandIn:
     calls: list[Call] = field(default_factory=list)
     responses: list[dict[str, Any]] = field(default_factory=list)  # what reached response_url
     uploads: dict[str, bytes] = field(default_factory=dict)
+    app_token: str = "xapp-1-standin"
+    socket_inbox: list[dict[str, Any]] = field(default_factory=list)  # what the app sent over Socket Mode
 
     def __post_init__(self) -> None:
         self._ts = itertools.count(1)
@@ -54,6 +56,7 @@ class SlackStandIn:
         self._runner: web.AppRunner | None = None
         self.port = 0
         self.changed = asyncio.Event()
+        self.socket_outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()  # envelopes for the app
 
     @property
     def base(self) -> str:
@@ -72,6 +75,7 @@ class SlackStandIn:
         app.router.add_get("/api/{method}", self._api)  # the SDK reads some methods with GET
         app.router.add_post("/upload/{file}", self._upload)
         app.router.add_post("/response/{name}", self._response)
+        app.router.add_get("/link", self._socket)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         self.port = free_port()
@@ -106,7 +110,8 @@ class SlackStandIn:
         call = Call(method, params, time.monotonic())
         self.calls.append(call)
         self.changed.set()
-        if request.headers.get("Authorization") != f"Bearer {self.token}":
+        token = self.app_token if method == "apps.connections.open" else self.token
+        if request.headers.get("Authorization") != f"Bearer {token}":
             return web.json_response({"ok": False, "error": "not_authed"})
         if method in self.server_error_once:
             self.server_error_once.discard(method)
@@ -121,6 +126,8 @@ class SlackStandIn:
 
     def _answer(self, method: str, p: dict[str, Any]) -> dict[str, Any]:
         channel = str(p.get("channel", ""))
+        if method == "apps.connections.open":
+            return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/link"}
         if method == "auth.test":
             return {"ok": True, "url": "https://standin.slack.com/", "team": "Stand-in", "user": "rcabot",
                     "team_id": TEAM, "user_id": BOT_USER, "bot_id": BOT_ID, "is_enterprise_install": False}  # fmt: skip
@@ -167,6 +174,27 @@ class SlackStandIn:
         body = await request.read()
         self.uploads[request.match_info["file"]] = body
         return web.Response(text=f"OK - {len(body)}")
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        """Socket Mode: hello, then the queued envelopes; every message from the app recorded."""
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.send_json({"type": "hello", "num_connections": 1, "debug_info": {"host": "standin"},
+                            "connection_info": {"app_id": "A0RCABOT"}})  # fmt: skip
+
+        async def pump() -> None:
+            while True:
+                await ws.send_json(await self.socket_outbox.get())
+
+        sender = asyncio.create_task(pump())
+        try:
+            async for message in ws:
+                if message.type == aiohttp.WSMsgType.TEXT:
+                    self.socket_inbox.append(json.loads(message.data))
+                    self.changed.set()
+        finally:
+            sender.cancel()
+        return ws
 
     async def _response(self, request: web.Request) -> web.Response:
         self.responses.append(await request.json())
@@ -253,11 +281,11 @@ def event_body(event: dict[str, Any], *, event_id: str) -> tuple[str, str]:
 def serve_process(slack: SlackStandIn, *, secret: str, port: int, db: Path, workers: int = 2,
                   extra: dict[str, str] | None = None) -> subprocess.Popen[bytes]:  # fmt: skip
     """Start `rcabot serve` (HTTP mode, the embedded incident replayed) talking to the stand-in."""
-    env = {**os.environ, "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": secret, "SLACK_API_URL": slack.api_url,
+    inherited = {k: v for k, v in os.environ.items() if k not in (
+        "SLACK_APP_TOKEN", "ANTHROPIC_API_KEY", "RCABOT_DATA", "PROMETHEUS_URL", "LOKI_URL", "JAEGER_URL")}  # fmt: skip
+    env = {**inherited, "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": secret, "SLACK_API_URL": slack.api_url,
            "PORT": str(port), "RCABOT_DB": str(db), "RCABOT_NOW": "2023-01-29T13:36:00Z",
            "RCABOT_WORKERS": str(workers), **(extra or {})}  # fmt: skip
-    for k in ("SLACK_APP_TOKEN", "ANTHROPIC_API_KEY", "RCABOT_DATA", "PROMETHEUS_URL", "LOKI_URL", "JAEGER_URL"):
-        env.pop(k, None)
     return subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
