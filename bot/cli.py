@@ -96,7 +96,8 @@ async def _incident_from(args: argparse.Namespace) -> tuple[Incident, LiveConfig
         raise InputError("give --data PATH (a recording) or a live backend (--prometheus, --loki, --logs, "
                          "--jaeger, --otlp)")  # fmt: skip
     now = parse_timestamp(args.at) if args.at else settings.now
-    if now is None and data is not None:
+    absolute = "/" in args.window or ".." in args.window  # an ISO range needs no "now"
+    if now is None and data is not None and not absolute:
         print("note: --at not given, replaying at the end of the recorded data", file=sys.stderr)
     telemetry = telemetry_from(data=data, now=now, live=live)
     return await telemetry.incident(args.service, await telemetry.window(args.window)), live
