@@ -18,7 +18,7 @@ import networkx as nx
 
 from bot.app import serve
 from bot.backfill import export_case
-from bot.config import read_settings
+from bot.config import check_url, read_settings
 from bot.console import PROMPT, Console
 from bot.desk import Desk
 from bot.telemetry import LiveConfig, embedded_data, telemetry_from
@@ -87,9 +87,8 @@ async def _incident_from(args: argparse.Namespace) -> tuple[Incident, LiveConfig
     settings = read_settings()
     given = {"prometheus_url": args.prometheus, "prom_mapping": args.prom_mapping, "loki_url": args.loki,
              "log_dir": args.logs, "jaeger_url": args.jaeger, "otlp": args.otlp, "topology": args.topology}
-    for name in ("prometheus_url", "loki_url", "jaeger_url"):
-        if given[name] and not str(given[name]).startswith(("http://", "https://")):
-            raise InputError(f"{given[name]!r}: expected an http:// or https:// URL")
+    for name, flag in (("prometheus_url", "--prometheus"), ("loki_url", "--loki"), ("jaeger_url", "--jaeger")):
+        check_url(flag, str(given[name] or ""))
     live = replace(settings.live, **{k: v for k, v in given.items() if v})
     data = args.data or settings.data
     if data is None and not live.any:

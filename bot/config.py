@@ -111,12 +111,12 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         allowed_channels=_ids("RCABOT_ALLOWED_CHANNELS", text("RCABOT_ALLOWED_CHANNELS")),
         allowed_users=_ids("RCABOT_ALLOWED_USERS", text("RCABOT_ALLOWED_USERS")),
         live=LiveConfig(
-            prometheus_url=_url("PROMETHEUS_URL", text("PROMETHEUS_URL")),
+            prometheus_url=check_url("PROMETHEUS_URL", text("PROMETHEUS_URL")),
             prom_mapping=_path(text("RCABOT_PROM_MAPPING")),
-            loki_url=_url("LOKI_URL", text("LOKI_URL")),
+            loki_url=check_url("LOKI_URL", text("LOKI_URL")),
             loki_label=text("RCABOT_LOKI_LABEL", "service"),
             log_dir=_path(text("RCABOT_LOG_DIR")),
-            jaeger_url=_url("JAEGER_URL", text("JAEGER_URL")),
+            jaeger_url=check_url("JAEGER_URL", text("JAEGER_URL")),
             otlp=_path(text("RCABOT_OTLP")),
             topology=_path(text("RCABOT_TOPOLOGY")),
             timeout=float(number("RCABOT_BACKEND_TIMEOUT", 10, low=1, high=300)),
@@ -136,7 +136,8 @@ def _path(value: str) -> Path | None:
     return Path(value) if value else None
 
 
-def _url(name: str, value: str) -> str:
+def check_url(name: str, value: str) -> str:
+    """An http(s) URL, or an InputError naming the setting."""
     if value and not value.startswith(("http://", "https://")):
         raise InputError(f"{name}={value!r}: expected an http:// or https:// URL")
     return value

@@ -115,11 +115,11 @@ class Console:
             self.write(f"  round {s.round} {s.route}: {s.stage} <- {s.patch}  S {s.before:.2f} -> {s.after:.2f}"
                        + ("" if s.committed else " (not kept)"))  # fmt: skip
 
-        _, result = await self.desk.repair(self.current, progress=shown)
+        _, after, result = await self.desk.repair(self.current, progress=shown)
         self.write(f"STAR repair: S {result.before.score:.2f} -> {result.after.score:.2f}"
                    + (f", decisive stage {result.decisive_stage}" if result.decisive_stage else "")
                    + (", verification first" if result.verification_first else ""))  # fmt: skip
-        self.write(render_verdict(await self.desk.verdict(self.current)))
+        self.write(render_verdict(after))
 
     def _save(self, png: bytes, request: ChartRequest | None) -> Path:
         name = f"rcabot-{self.current}-{(request.metric if request else 'signal')}"

@@ -111,6 +111,7 @@ class Desk:
         self.reasoner = reasoner or OfflineReasoner()
         self.time_budget = time_budget
         self.clock = clock
+        self.workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rca-worker")
         self._slots = asyncio.Semaphore(workers)
         self._running: dict[str, Run] = {}
@@ -158,7 +159,7 @@ class Desk:
 
     def queued_ahead(self) -> int:
         """How many investigations wait for a worker."""
-        return max(0, len(self._running) - self._pool._max_workers)
+        return max(0, len(self._running) - self.workers)
 
     # -- investigating -----------------------------------------------------------------------
     async def investigate(self, run: Run) -> AsyncIterator[Event]:
@@ -204,6 +205,10 @@ class Desk:
 
     async def verdict(self, id: str) -> Verdict:
         """A finished investigation with its audit and earlier incidents like it."""
+        return (await self._verdict(id))[0]
+
+    async def _verdict(self, id: str) -> tuple[Verdict, Incident]:
+        """The verdict and the incident it was read from: one lookup, one audit."""
         row = await self._row(id)
         if row.trace is None:
             raise InputError(f"investigation {id} has no result ({row.status}{': ' + row.error if row.error else ''})")
@@ -211,17 +216,17 @@ class Desk:
         trace, verdict_audit = await self._audited(incident, row.trace)
         similar = await asyncio.to_thread(self.store.similar, top_service=row.top_service, top_fault=row.top_fault,
                                           before=row.created)  # fmt: skip
-        return Verdict(row.id, row.service, Window(row.window_start, row.window_end), trace,
-                       verdict_audit, tuple(similar))  # fmt: skip
+        verdict = Verdict(row.id, row.service, Window(row.window_start, row.window_end), trace,
+                          verdict_audit, tuple(similar))  # fmt: skip
+        return verdict, incident
 
     # -- following up ------------------------------------------------------------------------
     async def repair(self, id: str, *, progress: Callable[[RepairStep], None] | None = None
-                     ) -> tuple[Verdict, RepairResult]:  # fmt: skip
-        """STAR's repair of an investigation's trace; the repaired trace becomes its verdict.
-        `progress` sees each step on the caller's event loop as the repair takes it."""
-        row = await self._row(id)
-        before = await self.verdict(id)
-        incident = await self._incident(row)
+                     ) -> tuple[Verdict, Verdict, RepairResult]:  # fmt: skip
+        """STAR's repair of an investigation's trace: the verdict before, the repaired one (now
+        the investigation's verdict) and the repair. `progress` sees each step on the caller's
+        event loop as the repair takes it."""
+        before, incident = await self._verdict(id)
         ctx = RepairContext(await self._audit_context(incident), recollector(incident))
         loop = asyncio.get_running_loop()
 
@@ -248,13 +253,11 @@ class Desk:
                                 decisive=result.decisive_stage, steps=steps, trace=repaired,
                                 audit=result.after.to_json(), top_before=top[0], top_after=top_after[0])  # fmt: skip
         await asyncio.to_thread(self.store.finish, id, trace=repaired, audit=result.after.to_json())
-        return replace_verdict(before, result), result
+        return before, replace_verdict(before, result), result
 
     async def verify(self, id: str) -> VerificationRun:
         """Run the verification tests of an investigation's report against the telemetry."""
-        row = await self._row(id)
-        verdict = await self.verdict(id)
-        incident = await self._incident(row)
+        verdict, incident = await self._verdict(id)
         run = await self._in_worker(run_tests, verdict.trace, Toolbox(incident))
         await asyncio.to_thread(self.store.add_verification, id, run.to_json())
         return run
@@ -282,12 +285,12 @@ class Desk:
 
     async def ask(self, id: str, question: str, *, user: str) -> tuple[Answer, Chart | None]:
         """Answer a follow-up question from the stored investigation, with a chart when asked."""
-        verdict = await self.verdict(id)
+        verdict, incident = await self._verdict(id)
         parsed = parse_question(question[:2000], services=entities_of(verdict.trace))
         reply = answer(parsed, verdict.trace)
         if isinstance(self.reasoner, ClaudeReasoner) and reply.chart is None and parsed.topic is not Topic.HELP:
             reply = await self._model_answer(question, verdict.trace) or reply
-        chart = await self.chart(id, reply.chart) if reply.chart is not None else None
+        chart = await self._chart_for(verdict, incident, reply.chart) if reply.chart is not None else None
         text = reply.text if reply.chart is None or chart is not None else (
             f"I found no metric matching {reply.chart.metric!r} for {reply.chart.entity}.")
         await asyncio.to_thread(self.store.add_question, id, user=user, question=question, answer=text)
@@ -306,9 +309,10 @@ class Desk:
     async def chart(self, id: str, request: ChartRequest | None = None) -> Chart | None:
         """A PNG of a metric around the onset: the one asked for, else the root cause's most
         anomalous metric; None when there is no such metric."""
-        row = await self._row(id)
-        verdict = await self.verdict(id)
-        incident = await self._incident(row)
+        verdict, incident = await self._verdict(id)
+        return await self._chart_for(verdict, incident, request)
+
+    async def _chart_for(self, verdict: Verdict, incident: Incident, request: ChartRequest | None) -> Chart | None:
         request = request or decisive_signal(verdict.trace)
         if request is None or incident.sources.metrics is None:
             return None
@@ -316,13 +320,10 @@ class Desk:
 
     async def summary(self, *, start: float, end: float) -> Summary:
         rows = await asyncio.to_thread(self.store.between, start, end)
-        repaired = frozenset([r.id for r in rows if await asyncio.to_thread(self.store.repairs, r.id)])
-        feedback: dict[str, bool] = {}
-        for r in rows:
-            fb = await asyncio.to_thread(self.store.feedback, r.id)
-            if fb:
-                feedback[r.id] = fb[-1].correct
-        return Summary(start, end, tuple(rows), repaired, feedback)
+        ids = [r.id for r in rows]
+        repaired = await asyncio.to_thread(self.store.repaired_among, ids)
+        feedback = await asyncio.to_thread(self.store.last_feedback, ids)
+        return Summary(start, end, tuple(rows), frozenset(repaired), feedback)
 
     async def thread_investigation(self, channel: str, thread_ts: str) -> InvestigationRow | None:
         return await asyncio.to_thread(self.store.by_thread, channel, thread_ts)

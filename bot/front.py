@@ -157,8 +157,7 @@ class SlackFront:
                 f"S {s.before:.2f} → {s.after:.2f} ({mark})")))  # fmt: skip
 
         try:
-            before = await self.desk.verdict(investigation)
-            after, result = await self.desk.repair(investigation, progress=shown)
+            before, after, result = await self.desk.repair(investigation, progress=shown)
         except RcaError as exc:
             await stream.close(f"❌ Repair failed: {render.plain(str(exc))[:500]}")
             return

@@ -101,7 +101,8 @@ class LiveConfig:
                     or self.topology)  # fmt: skip
 
 
-NORMAL_LOOKBACK = 3600.0  # the hour before the window is the normal period of a live backend
+NORMAL_LOOKBACK = 3600.0
+SERVICES_TTL = 60.0  # seconds service discovery is reused  # the hour before the window is the normal period of a live backend
 
 
 class LiveTelemetry:
@@ -127,6 +128,7 @@ class LiveTelemetry:
             files = sorted(live.otlp.glob("*.json*")) if live.otlp.is_dir() else [live.otlp]
             self.traces = read_otlp(files)
         self.graph = StaticTopology(topology_file(live.topology)) if live.topology is not None else None
+        self._services: tuple[float, tuple[str, ...]] | None = None  # (read at, names)
 
     async def now(self) -> float:
         if self._now is not None:
@@ -137,6 +139,12 @@ class LiveTelemetry:
         return parse_window(text, now=await self.now())
 
     async def services(self) -> tuple[str, ...]:
+        """Every service the backends name, asked at most once a minute (each /rca checks it)."""
+        if self._services is None or self._clock() - self._services[0] > SERVICES_TTL:
+            self._services = (self._clock(), await self._discover())
+        return self._services[1]
+
+    async def _discover(self) -> tuple[str, ...]:
         names: set[str] = set(await self.base.services()) if self.base is not None else set()
         finders = [self.metrics.entities() if self.metrics else None, self.logs.entities() if self.logs else None,
                    self.traces.services() if isinstance(self.traces, JaegerTraces) else None]  # fmt: skip

@@ -222,6 +222,19 @@ class Store:
         return [FeedbackRow(r["investigation"], r["user"], bool(r["correct"]), r["true_cause"], r["note"],
                             r["created"]) for r in rows]  # fmt: skip
 
+    def repaired_among(self, ids: Sequence[str]) -> set[str]:
+        """Which of these investigations have a repair."""
+        with self._lock:
+            return {r["investigation"] for r in self._db.query(
+                f"select distinct investigation from repairs where investigation in ({_marks(ids)})", list(ids))}  # fmt: skip
+
+    def last_feedback(self, ids: Sequence[str]) -> dict[str, bool]:
+        """Per investigation among these, whether its latest feedback called it correct."""
+        with self._lock:
+            rows = self._db.query(f"select investigation, correct from feedback where investigation in ({_marks(ids)}) "
+                                  "order by id", list(ids))  # fmt: skip
+            return {r["investigation"]: bool(r["correct"]) for r in rows}
+
     def add_question(self, investigation: str, *, user: str, question: str, answer: str) -> None:
         row = {"investigation": investigation, "created": time.time(), "user": user, "question": question[:4000],
                "answer": answer[:8000]}  # fmt: skip
@@ -232,6 +245,10 @@ class Store:
         with self._lock:
             rows = list(self._db["questions"].rows_where("investigation = ?", [investigation], order_by="id"))  # type: ignore[union-attr]
         return [(r["question"], r["answer"]) for r in rows]
+
+
+def _marks(ids: Sequence[str]) -> str:
+    return ",".join("?" * len(ids)) or "null"
 
 
 def _investigation(r: dict[str, Any]) -> InvestigationRow:
