@@ -128,11 +128,9 @@ class Toolbox:
                     now = await self._read("metrics", src.series(MetricQuery(self.incident.window)), [])
                     normal = self.incident.normal_for(Modality.METRICS)
                     ref = []
-                    if "metrics" in self.failed:
-                        pass
-                    elif normal is not None and normal.sources.metrics is not None:
+                    if normal is not None and normal.sources.metrics is not None and "metrics" not in self.failed:
                         ref = await self._read("metrics", normal.sources.metrics.series(MetricQuery(normal.window)), [])
-                    else:
+                    elif normal is None or normal.sources.metrics is None:
                         self.missing.append("normal metrics: absent, the start of the window serves")
                     for m in metric_shifts(ref, now, local_end=self.local_end()):
                         self._metrics.setdefault(m.entity, []).append(m)
