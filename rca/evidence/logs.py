@@ -79,11 +79,20 @@ def _minutes(logs: Sequence[MinedLog]) -> float:
     return float(max(1, len(minutes)))
 
 
+_ERROR_WORDS = ("exception", "threw", "error", "fail", "refused", "timeout", "unavailable")
+
+
+def is_error(template: str, severity: Severity) -> bool:
+    """A template that reports a failure: by its level, or by its words where the level is low."""
+    return severity >= Severity.WARNING or any(w in template.lower() for w in _ERROR_WORDS)
+
+
 def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list[TemplateShift]:
     """Per (service, template): the rate change, scored as a Poisson deviation.
 
     Rates are scaled by the change of the service's total volume, so that more traffic alone
-    is not an anomaly; a template never seen in the normal period counts as new.
+    is not an anomaly; a template never seen in the normal period counts as new, and one
+    that stopped keeps its text so that its silence can be shown.
     """
     n_min, c_min = _minutes(normal), _minutes(now)
     base = Counter((m.record.entity, m.template_id) for m in normal)
@@ -91,21 +100,23 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
     now_count: Counter[tuple[str, str]] = Counter()
     now_total: Counter[str] = Counter()
     info: dict[tuple[str, str], tuple[str, Severity, float]] = {}
+    for m in normal:  # a template that stopped keeps its text and severity, with no first sighting
+        info.setdefault((m.record.entity, m.template_id), (m.template, m.record.severity, math.nan))
     for m in now:
         key = (m.record.entity, m.template_id)
         now_count[key] += 1
         now_total[m.record.entity] += 1
         t, sev, first = info.get(key, (m.template, m.record.severity, m.record.time))
-        info[key] = (t, max(sev, m.record.severity), min(first, m.record.time))
+        info[key] = (t, max(sev, m.record.severity), m.record.time if math.isnan(first) else min(first, m.record.time))
     out = []
     for key in set(now_count) | set(base):
         entity, tid = key
+        template, sev, first = info.get(key, ("", Severity.UNKNOWN, math.nan))
+        normal_rate = base[key] / n_min
         volume = (now_total[entity] / c_min) / (base_total[entity] / n_min) if base_total[entity] and now_total[entity] else 1.0
-        expected = base[key] / n_min * c_min * min(max(volume, 0.2), 5.0)
+        expected = normal_rate * c_min * min(max(volume, 0.2), 5.0)
         observed = now_count[key]
         score = (observed - expected) / math.sqrt(expected + 1.0)
-        template, sev, first = info.get(key, ("", Severity.UNKNOWN, math.nan))
-        out.append(TemplateShift(entity, tid, template, sev, observed / c_min, base[key] / n_min,
-                                 expected / c_min, base[key] == 0 and observed > 0, score, first))  # fmt: skip
+        out.append(TemplateShift(entity, tid, template, sev, observed / c_min, normal_rate,
+                                 expected / c_min, normal_rate == 0 and observed > 0, score, first))  # fmt: skip
     return sorted(out, key=lambda s: -abs(s.score))
-

@@ -20,10 +20,10 @@ import numpy as np
 
 from rca.errors import DataError
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.evidence.logs import TemplateShift, mine, new_miner, template_shifts
+from rca.evidence.logs import TemplateShift, is_error, mine, new_miner, template_shifts
 from rca.evidence.metrics import MetricShift, metric_shifts
 from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
-from rca.model import Incident, Modality, Severity
+from rca.model import Incident, Modality
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
@@ -34,7 +34,6 @@ LOG_MIN_Z = 3.0
 TRACE_MIN_Z = 3.0
 READ_TIMEOUT = 120.0  # the longest any one backend read may take; each source bounds its own queries first
 LOCAL_SHARE = 0.25  # without an alert time, the window's first quarter is its recent past
-_EXCEPTION_WORDS = ("exception", "threw", "error", "fail", "refused", "timeout", "unavailable")
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,10 +209,10 @@ class Toolbox:
                 continue
             if t.score < LOG_MIN_Z:
                 continue
-            is_error = t.severity >= Severity.WARNING or any(w in t.template.lower() for w in _EXCEPTION_WORDS)
-            kind = EvidenceKind.LOG_ERROR_SHIFT if is_error else (
+            error = is_error(t.template, t.severity)
+            kind = EvidenceKind.LOG_ERROR_SHIFT if error else (
                 EvidenceKind.LOG_NEW_TEMPLATE if t.is_new else EvidenceKind.LOG_FREQUENCY_SHIFT)  # fmt: skip
-            signal = Signal.ERRORS if is_error else Signal.OTHER
+            signal = Signal.ERRORS if error else Signal.OTHER
             state = "new" if t.is_new else f"was {t.normal_per_min:.1f}/min"
             items.append(Evidence(
                 id=self._next_id(), modality=Modality.LOGS, kind=kind, entity=entity,

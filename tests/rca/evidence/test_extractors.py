@@ -89,6 +89,16 @@ def test_template_shift_is_scaled_by_volume() -> None:
     assert all(abs(s.score) < 3 for t, s in shifts.items() if "timeout" not in t)  # doubled volume alone
 
 
+def test_a_template_that_stopped_keeps_its_text() -> None:
+    miner = new_miner()
+    normal = mine(miner, [LogRecord(float(i), "svc", Severity.INFO, f"query start for route {i}") for i in range(40)]
+                  + [LogRecord(float(i), "svc", Severity.INFO, "served") for i in range(40)])  # fmt: skip
+    now = mine(miner, [LogRecord(60.0 + i, "svc", Severity.INFO, "served") for i in range(40)])
+    stopped = next(s for s in template_shifts(normal, now) if s.now_per_min == 0)
+    assert "query start for route" in stopped.template and stopped.score < -3
+    assert stopped.severity is Severity.INFO and not stopped.is_new
+
+
 def _ev(i: int, entity: str, kind: EvidenceKind, signal: Signal, score: float, onset: float | None = 500.0) -> Evidence:
     return Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS if kind is EvidenceKind.METRIC_SHIFT else Modality.TRACES,
                     kind, entity, "m", score, signal, "q", "d", onset)  # fmt: skip
