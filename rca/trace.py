@@ -30,6 +30,12 @@ from rca.timestamps import parse_timestamp
 
 VERSION = "1"
 STAGES = ("evidence_package", "hypothesis_set", "analysis_structure", "decision_report")
+ONSET_TOLERANCE = 60.0  # seconds of clock skew and sampling forgiven between a cause and its effect
+
+
+def in_causal_order(onset_cause: float | None, onset_effect: float | None) -> bool:
+    """The cause's anomaly does not start after its effect's (unknown onsets do not object)."""
+    return onset_cause is None or onset_effect is None or onset_cause <= onset_effect + ONSET_TOLERANCE
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +112,11 @@ def hypothesis_set(ep: EvidencePackage, *, graph: nx.DiGraph, symptom: str,
 
 def analysis_structure(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], *,
                        graph: nx.DiGraph, symptom: str, top: int = 3) -> tuple[Chain, ...]:  # fmt: skip
-    """Stage 3: for the leading hypotheses, the call path from the root cause up to the symptom."""
+    """Stage 3: for the leading hypotheses, the call path from the root cause up to the symptom.
+
+    A step of the path becomes a causal link only where the telemetry supports it: the callee
+    (the cause side) has evidence, and its anomaly did not begin after its caller's.
+    """
     onsets: dict[str, float] = {}
     cites: dict[str, list[EvidenceId]] = {}
     for ev in ep.evidence:
@@ -118,6 +128,8 @@ def analysis_structure(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], 
         path = _call_path(graph, symptom, h.service)
         links = []
         for i, (callee, caller) in enumerate(itertools.pairwise(path[::-1])):
+            if not cites.get(callee) or not in_causal_order(onsets.get(callee), onsets.get(caller)):
+                continue
             ids = tuple(cites.get(callee, [])[:3] + cites.get(caller, [])[:3])
             links.append(Link(f"{h.id}-l{i + 1}", callee, caller, onsets.get(callee), onsets.get(caller), ids))
         chains.append(Chain(h.id, h.service, tuple(links)))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from rca.star.criteria import AuditContext, Criterion
-from rca.trace import Trace
+from rca.trace import Trace, in_causal_order
 
 STAGE = "analysis_structure"
-ONSET_TOLERANCE = 60.0  # seconds of clock skew and sampling forgiven
 
 
 def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
@@ -34,7 +33,7 @@ def cause_before_effect(trace: Trace) -> Criterion:
     timed = [ln for ln in _links(trace) if ln.onset_source is not None and ln.onset_target is not None]
     if not timed:
         return Criterion(STAGE, "cause_before_effect", 0.7, 1.0, "no link has both onsets")
-    bad = [ln.id for ln in timed if ln.onset_source > ln.onset_target + ONSET_TOLERANCE]
+    bad = [ln.id for ln in timed if not in_causal_order(ln.onset_source, ln.onset_target)]
     score = 1.0 - len(bad) / len(timed)
     why = f"{len(bad)} of {len(timed)} links put the effect before the cause" if bad else "onsets respect cause before effect"
     return Criterion(STAGE, "cause_before_effect", score, 1.0, why, tuple(bad))

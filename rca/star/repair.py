@@ -3,13 +3,14 @@ replay, commit the patch, remember what worked.
 
     accept     S >= tau: the trace stands
     fast path  tau - epsilon <= S < tau: patch the most severe stage once, replay downstream
+               (kept only if it beats the same replay without the patch, else the slow path)
     slow path  S < tau - epsilon: for each stage in causal order, the critic's K candidates are
                applied and replayed and the trace re-audited; the decisive stage is the earliest
                whose best candidate improves S by at least delta over both the trace and a
                control that replays the same downstream stages without the patch (a stage
                whose control alone repairs the trace is passed over: the defect is downstream)
-If the analysis holds no topology-feasible, telemetry-supported chain, InsufficientEvidence
-rolls the repair back to S1. After I rounds without acceptance the report turns
+If no stage helps and the analysis, run afresh, holds no topology-feasible, telemetry-supported
+chain, InsufficientEvidence rolls the repair back to S1 (recollect evidence, replay the rest). After I rounds without acceptance the report turns
 verification-first.
 """
 
@@ -140,6 +141,51 @@ def _stage_order(remembered: Sequence[RepairRecord]) -> list[str]:
     return prior + [s for s in STAGES if s not in prior]
 
 
+async def _localise(stages: Sequence[str], rollback: bool, current: Trace, verdict: Audit, ctx: RepairContext,
+                    config: RepairConfig, remembered: Sequence[RepairRecord], rnd: int, route: Route,
+                    record: Callable[[RepairStep], None]) -> tuple[tuple[str, Trace, Audit] | None, int]:  # fmt: skip
+    """One slow-path pass: the first stage whose best candidate beats its control by the
+    needed margin, with the patched trace and its audit; and the replays it took."""
+    replays = 0
+    liked = {(r.stage, r.patch) for r in remembered}
+    # significant: delta, or half of what separates the trace from acceptance if that is less
+    need = max(1e-6, min(config.delta, 0.5 * (config.tau - verdict.score)))
+    previous: Trace | None = None  # the last control that helped: this stage re-run from upstream
+    for stage in stages:
+        # the control: the downstream stages replayed with this stage left as it is; a
+        # patch counts only for what it adds to that (replay alone repairs nothing here).
+        # A rollback recollects evidence whatever the replay alone would do.
+        start = _REPLAY_FROM[stage]
+        control = replay(current, graph=ctx.audit.graph, start=start) if start else current
+        control_score = audit(control, ctx.audit, config.star).score
+        replays += 1 if start else 0
+        if control_score > verdict.score + 1e-9 and not rollback:
+            previous = control  # replaying what follows this stage helps: the defect lies there
+            continue
+        baseline = verdict.score if rollback else max(verdict.score, control_score)
+        best: tuple[float, Trace, Patch] | None = None
+        proposals = await propose_patches(stage, current, ctx, verdict, config.k, remembered)
+        if previous is not None:  # re-running this stage from its inputs is a candidate too
+            proposals.insert(0, Patch(stage, "regenerate", _constant(previous)))
+        for patch in proposals:
+            candidate = await apply_patch(patch, current, ctx)
+            replays += 1
+            score = audit(candidate, ctx.audit, config.star).score
+            if best is None or score > best[0]:
+                best = (score, candidate, patch)
+            if (stage, patch.name) in liked and score - baseline >= need:
+                break  # what repaired similar incidents worked again: no need to try the rest
+        if best is None:
+            continue
+        if best[0] - baseline < need:
+            record(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, best[0], False))
+            continue
+        after = audit(best[1], ctx.audit, config.star)
+        record(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, after.score))
+        return (stage, best[1], after), replays
+    return None, replays
+
+
 async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = RepairConfig(),
                  memory: RepairMemory | None = None, *,
                  progress: Callable[[RepairStep], None] | None = None) -> RepairResult:  # fmt: skip
@@ -166,59 +212,41 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
             route = Route.SLOW
         try:  # can the analysis, run afresh on this evidence, find a sound chain at all?
             check_feasible(replay(current, graph=ctx.audit.graph, start="analysis_structure"), ctx.audit.graph)
-            stages = _stage_order(remembered)
+            insufficient = False
         except InsufficientEvidenceException:
-            stages, rolled_back = ["evidence_package"], True
+            insufficient = True
         if route is Route.FAST or not config.counterfactual:
             blamed = verdict.blamed
-            stage = stages[0] if rolled_back or blamed is None else blamed.stage
+            stage = "evidence_package" if blamed is None else blamed.stage
             patch = (await propose_patches(stage, current, ctx, verdict, 1, remembered))[0]
             candidate = await apply_patch(patch, current, ctx)
             replays += 1
             after = audit(candidate, ctx.audit, config.star)
-            record(RepairStep(rnd, route.value, stage, patch.name, verdict.score, after.score,
-                                    after.score > verdict.score))  # fmt: skip
-            if after.score > verdict.score:
+            helped = after.score > verdict.score
+            start = _REPLAY_FROM[stage]
+            if helped and config.counterfactual and start:
+                # the same replay without the patch: if it does as well, the defect lies downstream
+                replays += 1
+                control = audit(replay(current, graph=ctx.audit.graph, start=start), ctx.audit, config.star)
+                helped = after.score > control.score + 1e-9
+            record(RepairStep(rnd, route.value, stage, patch.name, verdict.score, after.score, helped))
+            if helped:
                 current, verdict, decisive = candidate, after, decisive or stage
             else:
                 escalate = True
             continue
-        found = False
-        liked = {(r.stage, r.patch) for r in remembered}
-        # significant: delta, or half of what separates the trace from acceptance if that is less
-        need = max(1e-6, min(config.delta, 0.5 * (config.tau - verdict.score)))
-        previous: Trace | None = None  # the last control that helped: this stage re-run from upstream
-        for stage in stages:
-            # the control: the downstream stages replayed with this stage left as it is; a
-            # patch counts only for what it adds to that (replay alone repairs nothing here)
-            start = _REPLAY_FROM[stage]
-            control = replay(current, graph=ctx.audit.graph, start=start) if start else current
-            control_score = audit(control, ctx.audit, config.star).score
-            replays += 1 if start else 0
-            if control_score > verdict.score + 1e-9 and not rolled_back:
-                previous = control  # replaying what follows this stage helps: the defect lies there
-                continue
-            baseline = max(verdict.score, control_score)
-            best: tuple[float, Trace, Patch] | None = None
-            proposals = await propose_patches(stage, current, ctx, verdict, config.k, remembered)
-            if previous is not None:  # re-running this stage from its inputs is a candidate too
-                proposals.insert(0, Patch(stage, "regenerate", _constant(previous)))
-            for patch in proposals:
-                candidate = await apply_patch(patch, current, ctx)
-                replays += 1
-                score = audit(candidate, ctx.audit, config.star).score
-                if best is None or score > best[0]:
-                    best = (score, candidate, patch)
-                if (stage, patch.name) in liked and score - baseline >= need:
-                    break  # what repaired similar incidents worked again: no need to try the rest
-            if best is not None and best[0] - baseline < need:
-                record(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, best[0], False))
-            if best is not None and best[0] - baseline >= need:
-                after = audit(best[1], ctx.audit, config.star)
-                record(RepairStep(rnd, route.value, stage, best[2].name, verdict.score, after.score))
-                current, verdict, decisive, found = best[1], after, decisive or stage, True
+        # the stages in causal order; then, if no stage helped and the evidence supports no
+        # sound chain, the rollback: recollect evidence (S1), replaying everything after it
+        passes = [(_stage_order(remembered), False)] + ([(["evidence_package"], True)] if insufficient else [])
+        found = None
+        for stages, rollback in passes:
+            found, used = await _localise(stages, rollback, current, verdict, ctx, config, remembered, rnd, route, record)
+            replays, rolled_back = replays + used, rolled_back or rollback
+            if found is not None:
+                stage, current, verdict = found
+                decisive = decisive or stage
                 break
-        if not found:
+        if found is None:
             break
     budget_spent = verdict.score < config.tau and verdict.route is not Route.ACCEPT
     if budget_spent:

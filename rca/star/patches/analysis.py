@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rca.star.analysis import ONSET_TOLERANCE
 from rca.star.patches import Patch, RepairContext, by_violation
-from rca.trace import Trace, analysis_structure
+from rca.trace import Trace, analysis_structure, in_causal_order
 
 STAGE = "analysis_structure"
 
@@ -23,10 +22,9 @@ async def restore_order(trace: Trace, ctx: RepairContext) -> Trace:
     """Rebuild the chains along the call graph, then drop links whose effect precedes the cause."""
     rebuilt = analysis_structure(trace.evidence_package, trace.hypotheses, graph=ctx.audit.graph, symptom=trace.symptom)
 
-    def in_order(ln) -> bool:  # type: ignore[no-untyped-def]
-        return ln.onset_source is None or ln.onset_target is None or ln.onset_source <= ln.onset_target + ONSET_TOLERANCE
-
-    return replace(trace, chains=tuple(replace(c, links=tuple(filter(in_order, c.links))) for c in rebuilt))
+    return replace(trace, chains=tuple(replace(c, links=tuple(ln for ln in c.links
+                                                              if in_causal_order(ln.onset_source, ln.onset_target)))
+                                       for c in rebuilt))  # fmt: skip
 
 
 async def require_evidence(trace: Trace, ctx: RepairContext) -> Trace:

@@ -23,6 +23,13 @@ async def widen_window(trace: Trace, ctx: RepairContext) -> Trace:
     return await ctx.recollect(trace, tuple(trace.evidence_package.scope), 0.5)
 
 
+async def double_window(trace: Trace, ctx: RepairContext) -> Trace:
+    """Start the window earlier by its whole length: an onset well before the window."""
+    if ctx.recollect is None:
+        return trace
+    return await ctx.recollect(trace, tuple(trace.evidence_package.scope), 1.0)
+
+
 async def expand_neighbours(trace: Trace, ctx: RepairContext) -> Trace:
     """Read the callers and callees of the leading suspects too, until the leaders' whole
     neighbourhood is in scope (new evidence can bring new leaders; at most three rounds)."""
@@ -60,6 +67,7 @@ def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Pat
     order = []
     if "onset_covered" in violated:
         order.append(Patch(STAGE, "widen_window", widen_window))
+        order.append(Patch(STAGE, "double_window", double_window))
     if "modality_fit" in violated:
         order.append(Patch(STAGE, "rebalance_modalities", rebalance_modalities))
     if "scope_neighbours" in violated:

@@ -95,7 +95,8 @@ def _victims_only(t: Trace, ctx: AuditContext) -> Trace:
 
 def _ungrounded(t: Trace, ctx: AuditContext) -> Trace:
     other = next(e.id for e in t.evidence_package.evidence if e.entity != t.hypotheses[0].service)
-    hyps = tuple(replace(h, evidence=(other,)) if i < 4 else h for i, h in enumerate(t.hypotheses))
+    half = max(4, len(t.hypotheses) // 2)
+    hyps = tuple(replace(h, evidence=(other,)) if i < half else h for i, h in enumerate(t.hypotheses))
     return replace(t, hypotheses=hyps)
 
 

@@ -16,7 +16,7 @@ from rca.star.recollect import recollector
 from rca.star.repair import InsufficientEvidenceException, RepairConfig, check_feasible, repair
 from rca.trace import Trace, from_json
 from storage.repair_memory import SqliteRepairMemory
-from tests.rca.star.test_audit import _clean
+from tests.rca.star.test_audit import VIOLATIONS, _clean
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +53,25 @@ def test_fast_path_patches_the_most_severe_stage_once(setup: tuple[Trace, Repair
     assert result.after.score >= result.before.score
 
 
+def test_a_fast_patch_that_only_replays_is_not_credited(setup: tuple[Trace, RepairContext]) -> None:
+    """The evidence stage is the most severe, but with no way to read the telemetry again its
+    patch helps only through the replay that follows it, which repairs the chain just as well
+    without it: the defect is the analysis."""
+    trace, ctx = setup
+    ctx = replace(ctx, recollect=None)
+    sound = VIOLATIONS["onset_covered"](_clean(trace, ctx.audit), ctx.audit)
+    ep = sound.evidence_package
+    gap = replace(ep, modalities={**ep.modalities, "traces": False}, missing=("traces: unavailable (timeout)",))
+    chain = sound.chains[0]
+    unsupported = replace(chain, links=tuple(replace(ln, evidence=()) for ln in chain.links))
+    broken = replace(sound, evidence_package=gap, chains=(unsupported,))
+    verdict = audit(broken, ctx.audit)
+    assert verdict.blamed is not None and verdict.blamed.stage == "evidence_package"
+    result = _run(broken, ctx, RepairConfig(tau=verdict.score + 0.02, epsilon=0.1, rounds=2))
+    assert result.steps[0].route == "fast_path" and not result.steps[0].committed
+    assert result.decisive_stage == "analysis_structure"
+
+
 def test_slow_path_finds_the_decisive_stage_by_replay(setup: tuple[Trace, RepairContext]) -> None:
     trace, ctx = setup
     broken = replace(trace, chains=tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links))
@@ -73,8 +92,9 @@ def test_no_sound_chain_rolls_back_to_evidence(setup: tuple[Trace, RepairContext
     isolated.add_nodes_from(ctx.audit.graph.nodes)
     blind = replace(ctx, audit=replace(ctx.audit, graph=isolated))
     result = _run(orphan, blind, RepairConfig(tau=0.99, epsilon=0.01, rounds=1))
+    # no stage's patch finds a chain where none can exist, so the repair falls back to S1
     assert result.rolled_back and result.replays >= 1
-    assert {s.stage for s in result.steps} == {"evidence_package"}
+    assert result.steps and result.steps[-1].stage == "evidence_package"
 
 
 def test_budget_spent_gives_a_verification_first_report(setup: tuple[Trace, RepairContext]) -> None:
