@@ -112,7 +112,7 @@ async def apply_patch(patch: Patch, trace: Trace, ctx: RepairContext) -> Trace:
 def critic(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
            remembered: Sequence[RepairRecord] = ()) -> list[Patch]:  # fmt: skip
     """K patch candidates for a stage: remembered templates first, then the stage's own order."""
-    violated = {c.name for d in verdict.stages if d.stage == stage for c in d.violations}
+    violated = {c.name for c in verdict.criteria if c.stage == stage and c.score < 1.0}  # every shortfall
     proposals = _CRITICS[stage](trace, ctx, violated)
     liked = [r.patch for r in remembered if r.stage == stage]
     proposals.sort(key=lambda p: liked.index(p.name) if p.name in liked else len(liked))

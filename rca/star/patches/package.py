@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rca.star.package import onset_covered
 from rca.star.patches import Patch, RepairContext
 from rca.topology import neighbours
-from rca.trace import Trace, hypothesis_set
+from rca.trace import Trace, hypothesis_set, replay
 
 STAGE = "evidence_package"
 
@@ -23,11 +24,16 @@ async def widen_window(trace: Trace, ctx: RepairContext) -> Trace:
     return await ctx.recollect(trace, tuple(trace.evidence_package.scope), 0.5)
 
 
-async def double_window(trace: Trace, ctx: RepairContext) -> Trace:
-    """Start the window earlier by its whole length: an onset well before the window."""
+async def recover_onset(trace: Trace, ctx: RepairContext) -> Trace:
+    """Double the window backwards until the leading anomalies begin inside it (at most three
+    times): a window cut short can start minutes after the change."""
     if ctx.recollect is None:
         return trace
-    return await ctx.recollect(trace, tuple(trace.evidence_package.scope), 1.0)
+    for _ in range(3):
+        trace = await ctx.recollect(trace, tuple(trace.evidence_package.scope), 1.0)
+        if onset_covered(replay(trace, graph=ctx.audit.graph, start="hypothesis_set")).score >= 1.0:
+            break
+    return trace
 
 
 async def expand_neighbours(trace: Trace, ctx: RepairContext) -> Trace:
@@ -67,14 +73,14 @@ def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Pat
     order = []
     if "onset_covered" in violated:
         order.append(Patch(STAGE, "widen_window", widen_window))
-        order.append(Patch(STAGE, "double_window", double_window))
+        order.append(Patch(STAGE, "recover_onset", recover_onset))
     if "modality_fit" in violated:
         order.append(Patch(STAGE, "rebalance_modalities", rebalance_modalities))
     if "scope_neighbours" in violated:
         order.append(Patch(STAGE, "expand_neighbours", expand_neighbours))
     order.append(Patch(STAGE, "realign_sources", realign_sources))
     for name, fn in (("expand_neighbours", expand_neighbours), ("rebalance_modalities", rebalance_modalities),
-                     ("widen_window", widen_window)):  # fmt: skip
+                     ("widen_window", widen_window), ("recover_onset", recover_onset)):  # fmt: skip
         if all(p.name != name for p in order):
             order.append(Patch(STAGE, name, fn))
     return order

@@ -7,6 +7,7 @@ import networkx as nx
 import pytest
 
 from rca.engines import build_engine
+from rca.evaluation.faults import window_misses_onset
 from rca.sources.datasets import find_cases
 from rca.star.audit import audit
 from rca.star.criteria import AuditContext
@@ -70,6 +71,17 @@ def test_a_fast_patch_that_only_replays_is_not_credited(setup: tuple[Trace, Repa
     result = _run(broken, ctx, RepairConfig(tau=verdict.score + 0.02, epsilon=0.1, rounds=2))
     assert result.steps[0].route == "fast_path" and not result.steps[0].committed
     assert result.decisive_stage == "analysis_structure"
+
+
+def test_a_window_opened_after_the_onset_is_widened_back(setup: tuple[Trace, RepairContext]) -> None:
+    trace, ctx = setup
+    good = _run(trace, ctx, RepairConfig(tau=0.99, epsilon=0.0)).trace
+    late = asyncio.run(window_misses_onset(good, ctx))
+    assert late is not None and late.evidence_package.window.start > good.evidence_package.window.start
+    result = _run(late, ctx, RepairConfig(tau=audit(good, ctx.audit).score - 1e-6, epsilon=0.01))
+    assert result.decisive_stage == "evidence_package"
+    assert result.trace.evidence_package.window.start < late.evidence_package.window.start, result.steps
+    assert result.after.score > result.before.score
 
 
 def test_slow_path_finds_the_decisive_stage_by_replay(setup: tuple[Trace, RepairContext]) -> None:
