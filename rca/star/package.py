@@ -16,18 +16,32 @@ def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
 
 
 def onset_covered(trace: Trace) -> Criterion:
-    """The window starts before the leading hypotheses' anomalies begin."""
+    """The window starts before the leading hypotheses' anomalies begin.
+
+    Per leading hypothesis: 1 when its cited anomalies begin inside the window, the share of
+    them that do when some sit at the window's start, and 0.5 when none has a known onset (a
+    window opened after the change shows a level, not a change).
+    """
     ep = trace.evidence_package
-    cited = {i for h in leading(trace) for i in h.evidence}
-    onsets = [(ev.id, ev.onset) for ev in ep.evidence if ev.id in cited and ev.onset is not None]
-    if not onsets:
-        return Criterion(STAGE, "onset_covered", 0.5, 1.0, "no onset known for the leading hypotheses")
     edge = ep.window.start + EDGE_SHARE * ep.window.seconds
-    early = [i for i, t in onsets if t is not None and t <= edge]
-    score = 1.0 - len(early) / len(onsets)
-    why = (f"{len(early)} of {len(onsets)} onsets sit at the window's start: the change may have "
-           "begun before it" if early else "every onset lies inside the window")  # fmt: skip
-    return Criterion(STAGE, "onset_covered", score, 1.0, why, tuple(early))
+    onset_of = {ev.id: ev.onset for ev in ep.evidence if ev.onset is not None}
+    scores, early = [], []
+    for h in leading(trace):
+        times = [(i, onset_of[i]) for i in h.evidence if i in onset_of]
+        late = [i for i, t in times if t <= edge]
+        early.extend(late)
+        scores.append(1.0 - len(late) / len(times) if times else 0.5)
+    if not scores:
+        return Criterion(STAGE, "onset_covered", 0.5, 1.0, "no hypothesis to place in time")
+    score = sum(scores) / len(scores)
+    unknown = sum(1 for x in scores if x == 0.5)
+    parts = []
+    if early:
+        parts.append(f"{len(set(early))} cited onsets sit at the window's start: the change may have begun before it")
+    if unknown:
+        parts.append(f"{unknown} of {len(scores)} leading hypotheses have no onset inside the window")
+    why = "; ".join(parts) or "every onset lies inside the window"
+    return Criterion(STAGE, "onset_covered", score, 1.0, why, tuple(dict.fromkeys(early)))
 
 
 def modality_fit(trace: Trace, ctx: AuditContext) -> Criterion:

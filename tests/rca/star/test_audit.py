@@ -176,3 +176,12 @@ def test_audit_command(tmp_path: Path, nezha_slice: Path, capsys: pytest.Capture
     assert "not a valid trace" in capsys.readouterr().err
 
 
+
+
+def test_a_leader_with_no_onset_in_the_window_is_a_shortfall(real: tuple[Trace, AuditContext]) -> None:
+    trace, ctx = real
+    good = _clean(trace, ctx)
+    ep = good.evidence_package
+    lead = set(good.hypotheses[0].evidence)
+    flat = replace(ep, evidence=tuple(replace(e, onset=None) if e.id in lead else e for e in ep.evidence))
+    assert _score(replace(good, evidence_package=flat), ctx, "onset_covered") < _score(good, ctx, "onset_covered")
