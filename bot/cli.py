@@ -44,6 +44,7 @@ from rca.search.events import Finished
 from rca.sources.datasets import find_cases, find_recordings
 from rca.sources.snapshot import write_snapshot
 from rca.star.audit import Audit, audit
+from rca.star.context import audit_context
 from rca.star.criteria import AuditContext
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
@@ -253,8 +254,7 @@ async def _investigate(args: argparse.Namespace) -> int:
 
 
 async def _audit_incident(incident: Incident, trace: Mapping[str, Any]) -> Audit:
-    graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
-    return audit(from_json(dict(trace)), AuditContext(graph, incident.sources.modalities()))
+    return audit(from_json(dict(trace)), await audit_context(incident))
 
 
 def _read_trace(path: Path) -> Trace:
@@ -271,8 +271,7 @@ def _read_trace(path: Path) -> Trace:
 async def _repair(args: argparse.Namespace) -> int:
     trace = _read_trace(args.trace)
     incident = await replay_incident(find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window)
-    graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
-    ctx = RepairContext(AuditContext(graph, incident.sources.modalities()), recollector(incident))
+    ctx = RepairContext(await audit_context(incident), recollector(incident))
     memory = SqliteRepairMemory(args.memory)
     try:
         result = await repair(trace, ctx, RepairConfig(), memory)
@@ -304,15 +303,13 @@ async def _verify(args: argparse.Namespace) -> int:
 
 async def _audit(args: argparse.Namespace) -> int:
     trace = _read_trace(args.trace)
-    available: dict[str, bool] = {}
     if args.data:
         incident = await replay_incident(find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window)
-        graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
-        available = incident.sources.modalities()
+        ctx = await audit_context(incident)
     else:  # without the data, the calls the trace itself names are the graph
-        graph = nx.DiGraph([(ln.target, ln.source) for c in trace.chains for ln in c.links])
+        ctx = AuditContext(nx.DiGraph([(ln.target, ln.source) for c in trace.chains for ln in c.links]))
         print("note: no --data, the call graph is read from the trace's own chains", file=sys.stderr)
-    print(json.dumps(audit(trace, AuditContext(graph, available)).to_json(), indent=2))
+    print(json.dumps(audit(trace, ctx).to_json(), indent=2))
     return 0
 
 

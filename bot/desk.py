@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from bot.charts import signal_chart
@@ -34,6 +33,7 @@ from rca.replay import suggest
 from rca.search.events import Event, Finished
 from rca.sources.protocols import MetricQuery
 from rca.star.audit import Audit, audit
+from rca.star.context import audit_context
 from rca.star.criteria import AuditContext
 from rca.star.memory import Pattern, RepairMemory, RepairRecord
 from rca.star.patches import RepairContext
@@ -117,6 +117,7 @@ class Desk:
         self._running: dict[str, Run] = {}
         self._opening: set[tuple[str, str]] = set()  # (service, channel) being validated
         self._incidents: dict[str, Incident] = {}  # recent investigations' incidents, by id
+        self._contexts: dict[str, AuditContext] = {}  # their audit contexts, by incident id
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -350,8 +351,13 @@ class Desk:
             self._incidents.pop(next(iter(self._incidents)))
 
     async def _audit_context(self, incident: Incident) -> AuditContext:
-        graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
-        return AuditContext(graph, incident.sources.modalities())
+        """The audit's view of an incident (a scan of its telemetry), read once per incident."""
+        ctx = self._contexts.get(incident.id)
+        if ctx is None:
+            ctx = self._contexts[incident.id] = await audit_context(incident)
+            while len(self._contexts) > 64:
+                self._contexts.pop(next(iter(self._contexts)))
+        return ctx
 
     async def _audited(self, incident: Incident, doc: dict[str, Any]) -> tuple[Trace, Audit]:
         """A stored trace read back (schema-checked) and audited, off the event loop."""

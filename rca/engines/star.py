@@ -6,11 +6,9 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-import networkx as nx
-
 from rca.engines.lats import SearchEngine, diagnosis_of
 from rca.model import Diagnosis, Incident
-from rca.star.criteria import AuditContext
+from rca.star.context import audit_context
 from rca.star.memory import RepairMemory
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
@@ -33,8 +31,7 @@ class StarEngine:
         first = await self.base.investigate(incident)
         if first.trace is None:
             return first
-        graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
-        ctx = RepairContext(AuditContext(graph, incident.sources.modalities()), recollector(incident))
+        ctx = RepairContext(await audit_context(incident), recollector(incident))
         result = await repair(from_json(dict(first.trace)), ctx, self.config, self.memory)
         doc = to_json(result.trace)
         doc["incident"]["engine"] = self.name

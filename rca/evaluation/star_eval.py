@@ -8,13 +8,11 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from rca.engines import Engine
 from rca.evaluation.faults import INJECTIONS
 from rca.model import IncidentCase
 from rca.star.audit import Audit, audit
-from rca.star.criteria import AuditContext
+from rca.star.context import audit_context
 from rca.star.memory import InMemoryRepairMemory
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
@@ -93,8 +91,7 @@ async def evaluate_star(
         if doc is None:
             continue
         original = from_json(dict(doc))
-        graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
-        ctx = RepairContext(AuditContext(graph, incident.sources.modalities()), recollector(incident))
+        ctx = RepairContext(await audit_context(incident), recollector(incident))
         repaired = await repair(original, ctx, RepairConfig())
         report.rq1.append((case.id, _rank(original, case.label.service), _rank(repaired.trace, case.label.service)))
         good = (await repair(original, ctx, RepairConfig(tau=0.99, epsilon=0.0, rounds=3))).trace

@@ -30,10 +30,12 @@ class Criterion:
 
 @dataclass(frozen=True, slots=True)
 class AuditContext:
-    """What the audit checks a trace against: the call graph, and what telemetry exists."""
+    """What the audit checks a trace against: the call graph, what telemetry exists, and the
+    entities a scan of that telemetry flags most (empty when not scanned)."""
 
     graph: nx.DiGraph
     modalities_available: dict[str, bool] = field(default_factory=dict)
+    leads: tuple[str, ...] = ()
 
 
 # Which modality shows each fault mechanism at its source.

@@ -12,7 +12,8 @@ EDGE_SHARE = 0.05  # an onset within this share of the window's start may predat
 
 
 def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
-    return [onset_covered(trace), modality_fit(trace, ctx), scope_neighbours(trace, ctx), sources_read(trace, ctx)]
+    return [onset_covered(trace), modality_fit(trace, ctx), scope_neighbours(trace, ctx), leads_examined(trace, ctx),
+            sources_read(trace, ctx)]
 
 
 def onset_covered(trace: Trace) -> Criterion:
@@ -96,6 +97,20 @@ def scope_neighbours(trace: Trace, ctx: AuditContext) -> Criterion:
     score = 1.0 - len(missing) / len(wanted)
     why = f"{len(missing)} of {len(wanted)} neighbours of the leading suspects never examined" if missing else "all neighbours examined"
     return Criterion(STAGE, "scope_neighbours", score, 1.0, why, tuple(missing[:10]))
+
+
+def leads_examined(trace: Trace, ctx: AuditContext) -> Criterion:
+    """The entities whose telemetry stands out most (a scan of each modality) were examined:
+    a package that never looked at them cannot rule them out."""
+    if not ctx.leads:
+        return Criterion(STAGE, "leads_examined", 1.0, 1.0, "no scan of the telemetry to compare with")
+    ep = trace.evidence_package
+    seen = set(ep.scope) | {ev.entity for ev in ep.evidence}
+    missing = [e for e in ctx.leads if e not in seen]
+    score = 1.0 - len(missing) / len(ctx.leads)
+    why = (f"{len(missing)} of {len(ctx.leads)} entities the telemetry flags most were never examined"
+           if missing else "every entity the telemetry flags most was examined")  # fmt: skip
+    return Criterion(STAGE, "leads_examined", score, 1.0, why, tuple(missing))
 
 
 __all__ = ["STAGE", "check", "FaultType"]

@@ -52,6 +52,18 @@ async def expand_neighbours(trace: Trace, ctx: RepairContext) -> Trace:
     return trace
 
 
+async def examine_leads(trace: Trace, ctx: RepairContext) -> Trace:
+    """Read the entities the telemetry flags most, then the neighbourhood of the leaders."""
+    if ctx.recollect is None:
+        return trace
+    ep = trace.evidence_package
+    seen = set(ep.scope) | {ev.entity for ev in ep.evidence}
+    unseen = tuple(e for e in ctx.audit.leads if e not in seen)
+    if unseen:
+        trace = await ctx.recollect(trace, unseen, 0.0)
+    return await expand_neighbours(trace, ctx)
+
+
 async def rebalance_modalities(trace: Trace, ctx: RepairContext) -> Trace:
     """Read every available modality of the leading suspects."""
     if ctx.recollect is None:
@@ -76,6 +88,8 @@ def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Pat
         order.append(Patch(STAGE, "recover_onset", recover_onset))
     if "modality_fit" in violated:
         order.append(Patch(STAGE, "rebalance_modalities", rebalance_modalities))
+    if "leads_examined" in violated:
+        order.append(Patch(STAGE, "examine_leads", examine_leads))
     if "scope_neighbours" in violated:
         order.append(Patch(STAGE, "expand_neighbours", expand_neighbours))
     order.append(Patch(STAGE, "realign_sources", realign_sources))

@@ -12,6 +12,7 @@ from rca.engines import build_engine
 from rca.model import FaultType
 from rca.sources.datasets import find_cases
 from rca.star.audit import Route, StarConfig, audit, route
+from rca.star.context import audit_context
 from rca.star.criteria import AuditContext
 from rca.trace import Chain, Link, Trace, VerificationTest, from_json
 
@@ -22,8 +23,9 @@ def real() -> tuple[Trace, AuditContext]:
 
     (case,) = find_cases(NEZHA_SLICE)
     doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
-    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
-    return from_json(doc), AuditContext(graph, case.incident.sources.modalities())  # type: ignore[arg-type]
+    ctx = asyncio.run(audit_context(case.incident))
+    assert ctx.leads and ctx.graph.number_of_nodes() > 0
+    return from_json(doc), ctx  # type: ignore[arg-type]
 
 
 def _score(trace: Trace, ctx: AuditContext, name: str) -> float:
@@ -53,7 +55,7 @@ def test_a_clean_trace_is_accepted_with_no_violation(real: tuple[Trace, AuditCon
     "name",
     ["onset_covered", "modality_fit", "scope_neighbours", "grounded", "not_collapsed", "covers_evidence", "layer_consistent",
      "reachable", "cause_before_effect", "links_supported", "calibrated", "agrees_with_analysis",
-     "tests_discriminative", "sources_read"],
+     "tests_discriminative", "sources_read", "leads_examined"],
 )  # fmt: skip
 def test_each_criterion_sees_its_violation(real: tuple[Trace, AuditContext], name: str) -> None:
     trace, ctx = real
@@ -77,6 +79,14 @@ def _drop_modality(t: Trace, ctx: AuditContext) -> Trace:
     top = t.hypotheses[0]
     kept = tuple(e for e in ep.evidence if not (e.entity == top.service and e.modality.value == "metrics"))
     return replace(t, evidence_package=replace(ep, evidence=kept, modalities={**ep.modalities, "metrics": False}))
+
+
+def _leads_unseen(t: Trace, ctx: AuditContext) -> Trace:
+    """The package never looked at the entities a scan of the telemetry flags most."""
+    ep = t.evidence_package
+    unseen = set(ctx.leads[:2])
+    return replace(t, evidence_package=replace(ep, scope=tuple(e for e in ep.scope if e not in unseen),
+                                               evidence=tuple(e for e in ep.evidence if e.entity not in unseen)))
 
 
 def _backend_failed(t: Trace, ctx: AuditContext) -> Trace:
@@ -153,7 +163,7 @@ VIOLATIONS = {
     "grounded": _ungrounded, "not_collapsed": _collapsed, "covers_evidence": _leader_dropped, "layer_consistent": _host_only,
     "reachable": _unreachable, "cause_before_effect": _reversed, "links_supported": _unsupported,
     "calibrated": _overconfident, "agrees_with_analysis": _contradicting, "tests_discriminative": _useless_tests,
-    "sources_read": _backend_failed,
+    "sources_read": _backend_failed, "leads_examined": _leads_unseen,
 }  # fmt: skip
 
 

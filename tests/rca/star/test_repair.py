@@ -10,7 +10,7 @@ from rca.engines import build_engine
 from rca.evaluation.faults import window_misses_onset
 from rca.sources.datasets import find_cases
 from rca.star.audit import audit
-from rca.star.criteria import AuditContext
+from rca.star.context import audit_context
 from rca.star.memory import InMemoryRepairMemory, Pattern, RepairRecord
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
@@ -26,8 +26,7 @@ def setup() -> tuple[Trace, RepairContext]:
 
     (case,) = find_cases(NEZHA_SLICE)
     doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
-    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
-    ctx = RepairContext(AuditContext(graph, case.incident.sources.modalities()), recollector(case.incident))
+    ctx = RepairContext(asyncio.run(audit_context(case.incident)), recollector(case.incident))
     return from_json(doc), ctx  # type: ignore[arg-type]
 
 
@@ -60,7 +59,7 @@ def test_a_fast_patch_that_only_replays_is_not_credited(setup: tuple[Trace, Repa
     without it: the defect is the analysis."""
     trace, ctx = setup
     ctx = replace(ctx, recollect=None)
-    sound = VIOLATIONS["onset_covered"](_clean(trace, ctx.audit), ctx.audit)
+    sound = VIOLATIONS["leads_examined"](VIOLATIONS["onset_covered"](_clean(trace, ctx.audit), ctx.audit), ctx.audit)
     ep = sound.evidence_package
     gap = replace(ep, modalities={**ep.modalities, "traces": False}, missing=("traces: unavailable (timeout)",))
     chain = sound.chains[0]
@@ -103,7 +102,7 @@ def test_no_sound_chain_rolls_back_to_evidence(setup: tuple[Trace, RepairContext
     isolated = nx.DiGraph()
     isolated.add_nodes_from(ctx.audit.graph.nodes)
     blind = replace(ctx, audit=replace(ctx.audit, graph=isolated))
-    result = _run(orphan, blind, RepairConfig(tau=0.99, epsilon=0.01, rounds=1))
+    result = _run(orphan, blind, RepairConfig(tau=0.99, epsilon=0.0, rounds=1))
     # no stage's patch finds a chain where none can exist, so the repair falls back to S1
     assert result.rolled_back and result.replays >= 1
     assert result.steps and result.steps[-1].stage == "evidence_package"

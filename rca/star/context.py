@@ -1,0 +1,25 @@
+"""What an audit is checked against, read once from an incident's sources: the call graph,
+the modalities that exist, and the entities the telemetry itself flags most."""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from rca.evidence.toolbox import Toolbox
+from rca.model import Incident
+from rca.star.criteria import AuditContext
+
+LEADS_PER_MODALITY = 3
+
+
+async def audit_context(incident: Incident) -> AuditContext:
+    """The audit's view of an incident, independent of any trace: a scan of each modality
+    names the entities whose telemetry stands out most, which a sound evidence package
+    must have examined."""
+    graph = await incident.sources.topology.topology() if incident.sources.topology else nx.DiGraph()
+    box = Toolbox(incident)
+    leads: list[str] = []
+    for modality, present in incident.sources.modalities().items():
+        if present:
+            leads.extend((await box.scan(modality)).leads[:LEADS_PER_MODALITY])
+    return AuditContext(graph, incident.sources.modalities(), tuple(dict.fromkeys(leads)))
