@@ -26,6 +26,7 @@ from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.traces import GapShare
 from rca.model import FaultType, Modality, Window
 from rca.signals import Signal, bad_direction, is_host_metric
+from rca.topology import in_causal_order
 
 HypothesisId = NewType("HypothesisId", str)
 NO_GAPS = GapShare(1.0, 0.0)
@@ -238,7 +239,11 @@ def score_hypotheses(
     if symptom in graph:
         downstream = nx.descendants(graph, symptom) | {symptom}
         values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
-    adjusted = _discount_victims(values, comps, graph, config, {e: f for e, (_, f, _) in best.items()})
+    onsets: dict[str, float] = {}
+    for ev in evidence:
+        if ev.onset is not None:
+            onsets[ev.entity] = min(onsets.get(ev.entity, ev.onset), ev.onset)
+    adjusted = _discount_victims(values, comps, graph, config, {e: f for e, (_, f, _) in best.items()}, onsets)
     strength = {e: max((ev.score for ev in evidence if ev.entity == e), default=0.0) for e in adjusted}
     # values equal to three places (saturated signals) are told apart by the raw deviation
     ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]], kv[0]))
@@ -294,8 +299,10 @@ def _weigh_comovement(
 
 def _discount_victims(
     values: dict[str, float], comps: dict[str, _Signals], graph: nx.DiGraph, cfg: ScoringConfig,
-    faults: dict[str, FaultType],
+    faults: dict[str, FaultType], onsets: dict[str, float],
 ) -> dict[str, tuple[float, str]]:
+    """A service keeps part of its value when an anomalous callee, whose anomaly began no
+    later than its own, can explain it."""
     out: dict[str, tuple[float, str]] = {}
     erring = (FaultType.EXCEPTION, FaultType.WRONG_RESULT)
     for entity, value in values.items():
@@ -305,7 +312,8 @@ def _discount_victims(
 
             errs = faults.get(entity) in erring
             culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * (
-                cfg.error_victim_ratio if errs and faults.get(d) in erring else cfg.victim_ratio)]  # fmt: skip
+                cfg.error_victim_ratio if errs and faults.get(d) in erring else cfg.victim_ratio)
+                and in_causal_order(onsets.get(d), onsets.get(entity))]  # fmt: skip
             if culprits:
                 top = max(culprits, key=lambda d: values[d])
                 erred = faults.get(entity) in erring and faults.get(top) in erring

@@ -1,10 +1,18 @@
-"""Questions about the call graph that the search, the audit and the patches all ask."""
+"""Questions about the call graph (and the order of events along it) that the search, the
+audit and the patches all ask."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 import networkx as nx
+
+ONSET_TOLERANCE = 60.0  # seconds of clock skew and sampling forgiven between a cause and its effect
+
+
+def in_causal_order(onset_cause: float | None, onset_effect: float | None) -> bool:
+    """The cause's anomaly does not start after its effect's (unknown onsets do not object)."""
+    return onset_cause is None or onset_effect is None or onset_cause <= onset_effect + ONSET_TOLERANCE
 
 
 def neighbours(graph: nx.DiGraph, entities: str | Iterable[str]) -> set[str]:

@@ -27,15 +27,10 @@ from rca.hypotheses import NO_GAPS, Hypothesis, HypothesisId, ScoringConfig, sco
 from rca.model import Cost, FaultType, Modality, Window, to_iso
 from rca.signals import Signal
 from rca.timestamps import parse_timestamp
+from rca.topology import in_causal_order
 
 VERSION = "1"
 STAGES = ("evidence_package", "hypothesis_set", "analysis_structure", "decision_report")
-ONSET_TOLERANCE = 60.0  # seconds of clock skew and sampling forgiven between a cause and its effect
-
-
-def in_causal_order(onset_cause: float | None, onset_effect: float | None) -> bool:
-    """The cause's anomaly does not start after its effect's (unknown onsets do not object)."""
-    return onset_cause is None or onset_effect is None or onset_cause <= onset_effect + ONSET_TOLERANCE
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,11 @@ import numpy as np
 from rca.model import Series
 from rca.signals import Signal, signal_of
 
-# A deviation within this share of the median is treated as measurement noise.
+# A deviation within this share of the median is treated as measurement noise. A level that
+# a fault moves by a large share (memory held) gets a wider floor: a flat series drifting by a
+# percent is housekeeping, not a leak.
 _REL_FLOOR = 0.001
+_REL_FLOOR_OF: dict[Signal, float] = {Signal.MEMORY: 0.02}
 _MIN_NORMAL = 3
 ONSET_Z = 3.0
 MAX_Z = 1e4  # beyond this a deviation from a flat baseline says nothing more
@@ -31,13 +34,13 @@ class MetricShift:
     profile: tuple[tuple[float, float], ...] = ()  # (time, robust z) across the window
 
 
-def robust_z(normal: np.ndarray, values: np.ndarray) -> np.ndarray:
+def robust_z(normal: np.ndarray, values: np.ndarray, rel_floor: float = _REL_FLOOR) -> np.ndarray:
     """(x - median) / scale: scale is 1.4826 MAD, or half the standard deviation when most
     normal points sit on one value, floored at a thousandth of |median| (a series that never
     moved, like 100 % availability, makes a one-point drop stand out, not infinite)."""
     med = float(np.median(normal))
     mad = 1.4826 * float(np.median(np.abs(normal - med)))
-    scale = max(mad, 0.5 * float(np.std(normal)), _REL_FLOOR * abs(med), 1e-9)
+    scale = max(mad, 0.5 * float(np.std(normal)), rel_floor * abs(med), 1e-9)
     return np.clip((values - med) / scale, -MAX_Z, MAX_Z)
 
 
@@ -58,11 +61,12 @@ def shift_of(normal: Series | None, now: Series, *, local_end: float | None = No
         ref, values, times = values[:cut], values[cut:], times[cut:]
     if values.size == 0 or ref.size == 0:
         return None
-    z = robust_z(ref, values)
+    floor = _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR)
+    z = robust_z(ref, values, floor)
     if local_end is not None:
         recent = times < local_end
         if recent.any() and (~recent).any():
-            local = robust_z(ref, values[recent])
+            local = robust_z(ref, values[recent], floor)
             base = float(np.median(local))
             later = z[~recent]
             z = np.where(np.sign(later) == np.sign(later - base), np.sign(later) * np.minimum(

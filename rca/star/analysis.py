@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rca.star.criteria import AuditContext, Criterion
-from rca.trace import Trace, in_causal_order
+from rca.topology import in_causal_order
+from rca.trace import Trace
 
 STAGE = "analysis_structure"
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rca.star.patches import Patch, RepairContext, by_violation
-from rca.trace import Trace, analysis_structure, in_causal_order
+from rca.topology import in_causal_order
+from rca.trace import Trace, analysis_structure
 
 STAGE = "analysis_structure"
 

@@ -54,6 +54,18 @@ def test_robust_z_floors_a_flat_baseline() -> None:
     assert z[0] == 0 and z[1] == pytest.approx(-50.0)  # 0.1 % of the median
 
 
+def test_memory_drifting_by_a_percent_is_no_shift_but_a_fifth_is() -> None:
+    t = np.arange(20, dtype=float) * 60
+    normal = Series("svc", "MemoryUsageRate(%)", t, np.full(20, 20.0))
+    drift = shift_of(normal, Series("svc", "MemoryUsageRate(%)", t + 1200, np.full(20, 20.2)))
+    leak = shift_of(normal, Series("svc", "MemoryUsageRate(%)", t + 1200, np.full(20, 24.0)))
+    cpu = shift_of(Series("svc", "CpuUsageRate(%)", t, np.full(20, 20.0)),
+                   Series("svc", "CpuUsageRate(%)", t + 1200, np.full(20, 20.2)))  # fmt: skip
+    assert drift is not None and leak is not None and cpu is not None
+    assert drift.score < 3 < leak.score
+    assert cpu.score > 3  # the wider floor is memory's alone
+
+
 def test_shift_ignores_a_level_already_reached_before_the_window_s_recent_past() -> None:
     t = np.arange(10, dtype=float) * 60
     normal = Series("a", "cpu", t - 3600, np.full(10, 10.0) + np.tile([0.0, 1.0], 5))
@@ -116,6 +128,18 @@ def test_a_caller_explained_by_its_callee_is_a_victim() -> None:
     assert [h.service for h in hyps][:2] == ["b", "a"]
     assert "callee b" in hyps[1].rationale
     assert all(set(h.evidence) <= {"ev-1", "ev-2", "ev-3"} for h in hyps)
+
+
+def test_a_callee_whose_anomaly_began_later_explains_nothing() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b")])
+    window = Window(0.0, 1000.0)
+    evidence = [
+        _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 60.0, onset=300.0),
+        _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 50.0, onset=700.0),
+        _ev(3, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 80.0, onset=700.0),
+    ]
+    hyps = {h.service: h for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")}
+    assert "callee" not in hyps["a"].rationale
 
 
 def test_an_anomaly_already_under_way_weighs_less() -> None:
