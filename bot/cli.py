@@ -16,11 +16,7 @@ from typing import Any
 import jsonschema
 import networkx as nx
 
-from bot.app import serve
-from bot.backfill import export_case
 from bot.config import check_url, read_settings
-from bot.console import PROMPT, Console
-from bot.desk import Desk
 from bot.telemetry import LiveConfig, embedded_data, telemetry_from
 from bot.terminal import (
     ProgressBar,
@@ -208,6 +204,8 @@ async def _run(args: argparse.Namespace) -> int:
     if args.command == "repair":
         return await _repair(args)
     if args.command == "serve":
+        from bot.app import serve  # the Slack app and its HTTP server: only for `serve`
+
         await serve(read_settings())
         return 0
     if args.command == "console":
@@ -379,6 +377,8 @@ async def _backfill(args: argparse.Namespace) -> int:
     cases = [c for c in find_cases(args.data) if args.match in c.id]
     if not cases:
         raise InputError(f"no case under {args.data} matches {args.match!r}")
+    from bot.backfill import export_case
+
     om, mapping, span = await export_case(cases[0], args.out)
     print(f"{cases[0].id}: {om} ({span.to_iso()}) and {mapping}")
     print(f"next: promtool tsdb create-blocks-from openmetrics {om} DATA_DIR")
@@ -386,6 +386,9 @@ async def _backfill(args: argparse.Namespace) -> int:
 
 
 async def _console(args: argparse.Namespace) -> int:
+    from bot.console import PROMPT, Console  # the desk, its charts and the console: only here
+    from bot.desk import Desk
+
     settings = read_settings()
     data = args.data or settings.data
     now = parse_timestamp(args.at) if args.at else settings.now

@@ -13,7 +13,7 @@ from croniter import croniter
 from bot.telemetry import LiveConfig
 from rca.errors import InputError
 from rca.reasoners import Reasoner
-from rca.reasoners.claude import DEFAULT_MODEL, ClaudeConfig, ClaudeReasoner
+from rca.reasoners.claude import DEFAULT_MODEL, ClaudeConfig
 from rca.reasoners.offline import OfflineReasoner
 from rca.timestamps import parse_timestamp
 
@@ -52,7 +52,11 @@ class Settings:
 
     def build_reasoner(self) -> Reasoner:
         """The reasoner these settings name: Claude, or the deterministic offline one."""
-        return ClaudeReasoner(self.claude()) if self.reasoner == "claude" else OfflineReasoner()
+        if self.reasoner != "claude":
+            return OfflineReasoner()
+        from rca.reasoners.claude import ClaudeReasoner
+
+        return ClaudeReasoner(self.claude())
 
     @property
     def socket_mode(self) -> bool:

@@ -22,9 +22,8 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import anthropic
 import jsonschema
 
 from rca.reasoners import Usage
@@ -32,6 +31,9 @@ from rca.reasoners.offline import OfflineReasoner
 from rca.redact import redact
 from rca.search.actions import Action
 from rca.search.state import Decision, DiagnosticState, Reflection, Step
+
+if TYPE_CHECKING:  # the SDK is imported when a model is first called: the CLI starts without it
+    import anthropic
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -232,6 +234,8 @@ class ClaudeReasoner:
                 self._note(f"model budget spent ({self.config.max_calls} calls / {self.config.max_tokens} tokens): "
                            "the offline reasoner finished the search")  # fmt: skip
                 return None
+            import anthropic
+
             try:
                 response = await self._client_here().messages.create(  # type: ignore[call-overload]
                     model=self.config.model, max_tokens=self.config.response_tokens,
@@ -261,6 +265,8 @@ class ClaudeReasoner:
         return None
 
     def _client_here(self) -> anthropic.AsyncAnthropic:
+        import anthropic
+
         if self._client is None:
             self._client = anthropic.AsyncAnthropic(api_key=self.config.api_key, base_url=self.config.base_url,
                                                     max_retries=self.config.max_retries, timeout=self.config.timeout)  # fmt: skip
