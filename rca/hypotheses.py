@@ -239,6 +239,7 @@ def score_hypotheses(
     if symptom in graph:
         downstream = nx.descendants(graph, symptom) | {symptom}
         values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
+    values = _discount_endpoints(values, evidence, graph, {e: f for e, (_, f, _) in best.items()}, config)
     onsets: dict[str, float] = {}
     for ev in evidence:
         if ev.onset is not None:
@@ -255,8 +256,10 @@ def score_hypotheses(
     return out
 
 
-def comovement(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]], step: float) -> float | None:
-    """|Pearson correlation| of two z-profiles on the time buckets they share; None if < 3."""
+def comovement(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]], step: float, *,
+               signed: bool = False) -> float | None:  # fmt: skip
+    """|Pearson correlation| of two z-profiles on the time buckets they share (signed: the
+    correlation itself, for series that should move the same way); None if < 3."""
     if step <= 0:
         return None
     da = {round(t / step): z for t, z in a}
@@ -271,7 +274,8 @@ def comovement(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]
     sy = math.sqrt(sum((v - my) ** 2 for v in y))
     if sx == 0 or sy == 0:
         return None
-    return abs(sum((u - mx) * (v - my) for u, v in zip(x, y, strict=True)) / (sx * sy))
+    r = sum((u - mx) * (v - my) for u, v in zip(x, y, strict=True)) / (sx * sy)
+    return r if signed else abs(r)
 
 
 def _weigh_comovement(
@@ -294,6 +298,45 @@ def _weigh_comovement(
                  if (c := comovement(e.profile, anchor.profile, step)) is not None]  # fmt: skip
         if corrs:
             out[entity] *= cfg.comove_floor + (1.0 - cfg.comove_floor) * max(corrs)
+    return out
+
+
+_OUTSIDE_SIGNALS = (Signal.LATENCY, Signal.ERRORS, Signal.TRAFFIC)  # what a caller can measure of a callee
+
+
+def _discount_endpoints(
+    values: dict[str, float], evidence: Sequence[Evidence], graph: nx.DiGraph, faults: dict[str, FaultType],
+    cfg: ScoringConfig,
+) -> dict[str, float]:
+    """An endpoint seen only from outside (it calls nothing; its evidence is latency, errors
+    and traffic as its callers measure them, no resources, logs or spans of its own) whose
+    anomaly moves with a sibling's (another callee of the same caller, one that does call on)
+    is most likely that sibling seen from the caller's side, such as a load balancer in front
+    of it: it keeps a victim's share."""
+    profiled: dict[str, list[Evidence]] = defaultdict(list)
+    inside: set[str] = set()
+    for ev in evidence:
+        if ev.profile:
+            profiled[ev.entity].append(ev)
+        if ev.kind is not EvidenceKind.METRIC_SHIFT or ev.signal not in _OUTSIDE_SIGNALS:
+            inside.add(ev.entity)
+    times = sorted({t for evs in profiled.values() for e in evs for t, _ in e.profile})
+    gaps = [b - a for a, b in itertools.pairwise(times) if b - a > 1.0]
+    step = min(gaps) if gaps else 0.0
+    out = dict(values)
+    for leaf, value in values.items():
+        if leaf not in graph or leaf in inside or graph.out_degree(leaf) > 0 or not profiled.get(leaf):
+            continue
+        mine = max(profiled[leaf], key=lambda e: e.score)
+        siblings = {s for c in graph.predecessors(leaf) for s in graph.successors(c)} - {leaf}
+        for s in siblings:
+            if graph.out_degree(s) == 0 or faults.get(s) != faults.get(leaf) or values.get(s, 0.0) < 0.5 * value:
+                continue
+            theirs = [e for e in profiled.get(s, []) if e.signal == mine.signal]
+            if any((c := comovement(mine.profile, e.profile, step, signed=True)) is not None and c >= 0.8
+                   for e in theirs):  # fmt: skip
+                out[leaf] = value * cfg.victim_factor
+                break
     return out
 
 

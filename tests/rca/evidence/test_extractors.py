@@ -142,6 +142,30 @@ def test_a_callee_whose_anomaly_began_later_explains_nothing() -> None:
     assert "callee" not in hyps["a"].rationale
 
 
+def _errors(i: int, entity: str, score: float, shape: list[float]) -> Evidence:
+    profile = tuple((600.0 + 60 * k, z) for k, z in enumerate(shape))
+    return Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, "availability",
+                    score, Signal.ERRORS, "q", "d", 600.0, -1, profile)  # fmt: skip
+
+
+def test_an_endpoint_seen_only_from_outside_defers_to_the_sibling_it_moves_with() -> None:
+    # the front calls the search service and, for the same requests, its load balancer;
+    # six more services stay quiet
+    graph = nx.DiGraph([("front", "lb"), ("front", "search"), ("search", "db")]
+                       + [("front", f"quiet-{k}") for k in range(6)])  # fmt: skip
+    window = Window(0.0, 1200.0)
+    shape = [0.0, 0.5, 30.0, 60.0, 58.0, 61.0]
+    evidence = [_errors(1, "lb", 160.0, [3 * z for z in shape]), _errors(2, "search", 48.0, shape)]
+    ranked = [h.service for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")]
+    assert ranked[:2] == ["search", "lb"]
+    # an endpoint with telemetry of its own (here its CPU) is a component, not a view
+    inside = [*evidence, _ev(3, "lb", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=600.0)]
+    assert score_hypotheses(inside, graph=graph, window=window, symptom="front")[0].service == "lb"
+    # and one whose anomaly does not move with the sibling's stays where it is
+    apart = [_errors(1, "lb", 160.0, [60.0, 61.0, 59.0, 0.0, 0.5, 0.0]), evidence[1]]
+    assert score_hypotheses(apart, graph=graph, window=window, symptom="front")[0].service == "lb"
+
+
 def test_an_anomaly_already_under_way_weighs_less() -> None:
     graph = nx.DiGraph([("front", "a"), ("front", "b")])
     window = Window(0.0, 1000.0)
