@@ -62,6 +62,10 @@ class ScoringConfig:
     # explains that service's errors, and the service keeps less
     error_victim_factor: float = 0.3
     error_victim_ratio: float = 0.2
+    # an endpoint seen only from outside is its sibling seen from the caller when their
+    # anomalies move together this closely and the sibling carries this share of its value
+    endpoint_comove: float = 0.7
+    endpoint_sibling_ratio: float = 0.5
     unreachable_factor: float = 0.5
     comove_floor: float = 0.5  # a service whose series ignore the symptom's keeps this share  # a service the symptom does not call, even indirectly
     background_quantile: float = 0.75  # a component's level in most services is background
@@ -330,10 +334,10 @@ def _discount_endpoints(
         mine = max(profiled[leaf], key=lambda e: e.score)
         siblings = {s for c in graph.predecessors(leaf) for s in graph.successors(c)} - {leaf}
         for s in siblings:
-            if graph.out_degree(s) == 0 or faults.get(s) != faults.get(leaf) or values.get(s, 0.0) < 0.5 * value:
+            if graph.out_degree(s) == 0 or faults.get(s) != faults.get(leaf) or values.get(s, 0.0) < cfg.endpoint_sibling_ratio * value:
                 continue
             theirs = [e for e in profiled.get(s, []) if e.signal == mine.signal]
-            if any((c := comovement(mine.profile, e.profile, step, signed=True)) is not None and c >= 0.8
+            if any((c := comovement(mine.profile, e.profile, step, signed=True)) is not None and c >= cfg.endpoint_comove
                    for e in theirs):  # fmt: skip
                 out[leaf] = value * cfg.victim_factor
                 break
