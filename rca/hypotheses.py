@@ -1,12 +1,14 @@
 """Root-cause hypotheses: (service, fault type) with a value in [0, 1], each citing its evidence.
 
-The value of a hypothesis is read from the evidence of its service, shaped by three rules that
-hold in any call graph:
+The value of a hypothesis is read from the evidence of its service, shaped by rules that hold
+in any call graph:
 - localised evidence (a service's own CPU, own work time, the network gap of every call it
   takes part in, exceptions it throws) weighs more than evidence that propagates (latency and
   errors seen by callers);
 - a service whose anomaly is explained by an anomalous callee, downstream of it in the call
-  graph, is a victim rather than a cause;
+  graph and anomalous no later than it, is a victim rather than a cause;
+- an endpoint seen only from outside (no calls, no telemetry of its own) whose anomaly moves
+  with a sibling callee's is that sibling seen from the caller;
 - an anomaly already under way when the window opened belongs to an earlier incident more
   likely than to this one.
 """
