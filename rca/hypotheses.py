@@ -68,6 +68,9 @@ class ScoringConfig:
     # anomalies move together this closely and the sibling carries this share of its value
     endpoint_comove: float = 0.7
     endpoint_sibling_ratio: float = 0.5
+    # an erring service is explained by a callee that only slowed or starved when that callee
+    # stands out about as much (most slowness never turns into failures)
+    mismatch_victim_ratio: float = 0.85
     unreachable_factor: float = 0.5
     comove_floor: float = 0.5  # a service whose series ignore the symptom's keeps this share  # a service the symptom does not call, even indirectly
     background_quantile: float = 0.75  # a component's level in most services is background
@@ -359,10 +362,14 @@ def _discount_victims(
         if entity in graph:
             reach = nx.single_source_shortest_path_length(graph, entity, cutoff=cfg.victim_hops)
 
-            errs = faults.get(entity) in erring
-            culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * (
-                cfg.error_victim_ratio if errs and faults.get(d) in erring else cfg.victim_ratio)
-                and in_causal_order(onsets.get(d), onsets.get(entity))]  # fmt: skip
+            def ratio(d: str, errs: bool = faults.get(entity) in erring) -> float:
+                """How much of the service's value a callee must carry to explain it."""
+                if not errs:
+                    return cfg.victim_ratio
+                return cfg.error_victim_ratio if faults.get(d) in erring else cfg.mismatch_victim_ratio
+
+            culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)
+                        and in_causal_order(onsets.get(d), onsets.get(entity))]  # fmt: skip
             if culprits:
                 top = max(culprits, key=lambda d: values[d])
                 erred = faults.get(entity) in erring and faults.get(top) in erring

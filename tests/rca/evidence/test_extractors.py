@@ -166,6 +166,23 @@ def test_an_endpoint_seen_only_from_outside_defers_to_the_sibling_it_moves_with(
     assert score_hypotheses(apart, graph=graph, window=window, symptom="front")[0].service == "lb"
 
 
+def test_a_callee_that_only_slowed_explains_errors_only_when_it_stands_out_as_much() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    window = Window(0.0, 1000.0)
+
+    def errors_at_a_and_latency_at_b(latency: float) -> list[Evidence]:
+        return [_ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.ERRORS, 60.0),
+                _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, latency)]  # fmt: skip
+
+    # b slowed to about three quarters of a's value: enough to explain a's slowness, not its errors
+    mild = {h.service: h for h in score_hypotheses(errors_at_a_and_latency_at_b(8.0), graph=graph, window=window,
+                                                   symptom="front")}  # fmt: skip
+    assert "callee" not in mild["a"].rationale
+    severe = {h.service: h for h in score_hypotheses(errors_at_a_and_latency_at_b(400.0), graph=graph,
+                                                     window=window, symptom="front")}  # fmt: skip
+    assert "callee b" in severe["a"].rationale
+
+
 def test_an_anomaly_already_under_way_weighs_less() -> None:
     graph = nx.DiGraph([("front", "a"), ("front", "b")])
     window = Window(0.0, 1000.0)
