@@ -24,7 +24,7 @@ from typing import NewType
 
 import networkx as nx
 
-from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.evidence import Evidence, EvidenceId, EvidenceKind, earliest_onsets
 from rca.evidence.traces import GapShare
 from rca.model import FaultType, Modality, Window
 from rca.signals import Signal, bad_direction, is_host_metric
@@ -249,11 +249,8 @@ def score_hypotheses(
         downstream = nx.descendants(graph, symptom) | {symptom}
         values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
     values = _discount_endpoints(values, evidence, graph, {e: f for e, (_, f, _) in best.items()}, config)
-    onsets: dict[str, float] = {}
-    for ev in evidence:
-        if ev.onset is not None:
-            onsets[ev.entity] = min(onsets.get(ev.entity, ev.onset), ev.onset)
-    adjusted = _discount_victims(values, comps, graph, config, {e: f for e, (_, f, _) in best.items()}, onsets)
+    adjusted = _discount_victims(values, comps, graph, config, {e: f for e, (_, f, _) in best.items()},
+                                 earliest_onsets(evidence))  # fmt: skip
     strength = {e: max((ev.score for ev in evidence if ev.entity == e), default=0.0) for e in adjusted}
     # values equal to three places (saturated signals) are told apart by the raw deviation
     ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]], kv[0]))
@@ -287,6 +284,13 @@ def comovement(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]
     return r if signed else abs(r)
 
 
+def _profile_step(profiled: Sequence[Evidence]) -> float:
+    """The sampling step the profiles share: the smallest gap between their time points."""
+    times = sorted({t for e in profiled for t, _ in e.profile})
+    gaps = [b - a for a, b in itertools.pairwise(times) if b - a > 1.0]
+    return min(gaps) if gaps else 0.0
+
+
 def _weigh_comovement(
     values: dict[str, float], evidence: Sequence[Evidence], symptom: str, cfg: ScoringConfig
 ) -> dict[str, float]:
@@ -296,9 +300,7 @@ def _weigh_comovement(
     anchor = max((e for e in profiled if e.entity == symptom), key=lambda e: e.score, default=None)
     if anchor is None:
         return values
-    times = sorted({t for e in profiled for t, _ in e.profile})
-    gaps = [b - a for a, b in itertools.pairwise(times) if b - a > 1.0]
-    step = min(gaps) if gaps else 0.0
+    step = _profile_step(profiled)
     out = dict(values)
     for entity in values:
         if entity == symptom:
@@ -329,9 +331,7 @@ def _discount_endpoints(
             profiled[ev.entity].append(ev)
         if ev.kind is not EvidenceKind.METRIC_SHIFT or ev.signal not in _OUTSIDE_SIGNALS:
             inside.add(ev.entity)
-    times = sorted({t for evs in profiled.values() for e in evs for t, _ in e.profile})
-    gaps = [b - a for a, b in itertools.pairwise(times) if b - a > 1.0]
-    step = min(gaps) if gaps else 0.0
+    step = _profile_step([e for evs in profiled.values() for e in evs])
     out = dict(values)
     for leaf, value in values.items():
         if leaf not in graph or leaf in inside or graph.out_degree(leaf) > 0 or not profiled.get(leaf):

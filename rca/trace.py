@@ -21,7 +21,7 @@ import jsonschema
 import networkx as nx
 
 from rca.decision import decide
-from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.evidence import Evidence, EvidenceId, EvidenceKind, earliest_onsets
 from rca.evidence.traces import GapShare
 from rca.hypotheses import NO_GAPS, Hypothesis, HypothesisId, ScoringConfig, score_hypotheses
 from rca.model import Cost, FaultType, Modality, Window, to_iso
@@ -41,6 +41,11 @@ class EvidencePackage:
     evidence: tuple[Evidence, ...]
     missing: tuple[str, ...]
     edge_shares: dict[str, GapShare]
+
+    @property
+    def examined(self) -> set[str]:
+        """The entities the package looked at: its scope and every entity with evidence."""
+        return set(self.scope) | {ev.entity for ev in self.evidence}
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +117,10 @@ def analysis_structure(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], 
     A step of the path becomes a causal link only where the telemetry supports it: the callee
     (the cause side) has evidence, and its anomaly did not begin after its caller's.
     """
-    onsets: dict[str, float] = {}
+    onsets = earliest_onsets(ep.evidence)
     cites: dict[str, list[EvidenceId]] = {}
     for ev in ep.evidence:
         cites.setdefault(ev.entity, []).append(ev.id)
-        if ev.onset is not None:
-            onsets[ev.entity] = min(onsets.get(ev.entity, ev.onset), ev.onset)
     chains = []
     for h in hypotheses[:top]:
         path = _call_path(graph, symptom, h.service)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import NewType
@@ -55,3 +56,12 @@ class Evidence:
             "onset": self.onset, "direction": self.direction,
             "profile": [list(p) for p in self.profile],
         }  # fmt: skip
+
+
+def earliest_onsets(evidence: Iterable[Evidence]) -> dict[str, float]:
+    """Per entity, when its first anomaly with a known onset began."""
+    out: dict[str, float] = {}
+    for ev in evidence:
+        if ev.onset is not None:
+            out[ev.entity] = min(out.get(ev.entity, ev.onset), ev.onset)
+    return out

@@ -87,7 +87,7 @@ def sources_read(trace: Trace, ctx: AuditContext) -> Criterion:
 def scope_neighbours(trace: Trace, ctx: AuditContext) -> Criterion:
     """The scope holds the leading suspects' callers and callees, not only the victims."""
     ep = trace.evidence_package
-    scope = set(ep.scope) | {ev.entity for ev in ep.evidence}
+    scope = ep.examined
     wanted: set[str] = set()
     for h in leading(trace):
         wanted |= neighbours(ctx.graph, h.service)
@@ -104,8 +104,7 @@ def leads_examined(trace: Trace, ctx: AuditContext) -> Criterion:
     a package that never looked at them cannot rule them out."""
     if not ctx.leads:
         return Criterion(STAGE, "leads_examined", 1.0, 1.0, "no scan of the telemetry to compare with")
-    ep = trace.evidence_package
-    seen = set(ep.scope) | {ev.entity for ev in ep.evidence}
+    seen = trace.evidence_package.examined
     missing = [e for e in ctx.leads if e not in seen]
     score = 1.0 - len(missing) / len(ctx.leads)
     why = (f"{len(missing)} of {len(ctx.leads)} entities the telemetry flags most were never examined"

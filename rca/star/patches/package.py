@@ -56,8 +56,7 @@ async def examine_leads(trace: Trace, ctx: RepairContext) -> Trace:
     """Read the entities the telemetry flags most, then the neighbourhood of the leaders."""
     if ctx.recollect is None:
         return trace
-    ep = trace.evidence_package
-    seen = set(ep.scope) | {ev.entity for ev in ep.evidence}
+    seen = trace.evidence_package.examined
     unseen = tuple(e for e in ctx.audit.leads if e not in seen)
     if unseen:
         trace = await ctx.recollect(trace, unseen, 0.0)
