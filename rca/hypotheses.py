@@ -71,6 +71,9 @@ class ScoringConfig:
     # an erring service is explained by a callee that only slowed or starved when that callee
     # stands out about as much (most slowness never turns into failures)
     mismatch_victim_ratio: float = 0.85
+    # a slow service is explained by a callee that only fails when that callee carries its
+    # whole value (a failing call returns fast; it slows its caller only through retries)
+    slow_by_errors_ratio: float = 1.0
     unreachable_factor: float = 0.5
     comove_floor: float = 0.5  # a service whose series ignore the symptom's keeps this share  # a service the symptom does not call, even indirectly
     background_quantile: float = 0.75  # a component's level in most services is background
@@ -198,7 +201,9 @@ _RECIPES: dict[FaultType, tuple[tuple[str, float], ...]] = {
 
 
 # A fault type is weighed only when one of its primary components is present: latency alone
-# is not an overload, and a slow service is not a CPU fault without a CPU signal.
+# is not an overload, a slow service is not a CPU fault without a CPU signal, and a wrong
+# result is an error without an exception, so it needs error logs: a code path that only
+# stopped (its log lines gone, nothing logged instead) was cut short by a thrown exception.
 _GATES: dict[FaultType, tuple[str, ...]] = {
     FaultType.CPU: ("cpu",),
     FaultType.MEMORY: ("mem",),
@@ -206,7 +211,7 @@ _GATES: dict[FaultType, tuple[str, ...]] = {
     FaultType.NETWORK_DELAY: ("gap", "lat", "net"),
     FaultType.NETWORK_LOSS: ("loss",),
     FaultType.EXCEPTION: ("exc", "err", "logdrop"),
-    FaultType.WRONG_RESULT: ("logerr", "lognew", "logdrop"),
+    FaultType.WRONG_RESULT: ("logerr",),
     FaultType.OVERLOAD: ("traffic",),
 }
 
@@ -365,7 +370,7 @@ def _discount_victims(
             def ratio(d: str, errs: bool = faults.get(entity) in erring) -> float:
                 """How much of the service's value a callee must carry to explain it."""
                 if not errs:
-                    return cfg.victim_ratio
+                    return cfg.slow_by_errors_ratio if faults.get(d) in erring else cfg.victim_ratio
                 return cfg.error_victim_ratio if faults.get(d) in erring else cfg.mismatch_victim_ratio
 
             culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)

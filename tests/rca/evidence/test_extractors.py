@@ -10,7 +10,7 @@ from rca.evidence.metrics import robust_z, shift_of
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import timings
 from rca.hypotheses import score_hypotheses
-from rca.model import LogRecord, Modality, Series, Severity, Span, Window
+from rca.model import FaultType, LogRecord, Modality, Series, Severity, Span, Window
 from rca.signals import Signal
 from rca.sources.datasets import find_cases
 from rca.timestamps import parse_timestamp
@@ -214,3 +214,39 @@ def test_every_fault_type_can_be_named() -> None:
     faults = {h.service: h.fault_type.value for h in score_hypotheses(
         evidence, graph=graph, window=window, symptom="front", modalities=frozenset({Modality.METRICS}))}  # fmt: skip
     assert faults == {"a": "cpu", "b": "memory", "c": "disk", "d": "network_loss", "e": "network_delay", "f": "overload"}
+
+
+def _log(i: int, entity: str, kind: EvidenceKind, score: float, detail: str, direction: int = 1) -> Evidence:
+    return Evidence(EvidenceId(f"ev-{i}"), Modality.LOGS, kind, entity, f"T{i}", score,
+                    Signal.ERRORS if kind is EvidenceKind.LOG_ERROR_SHIFT else Signal.OTHER, "q", detail,
+                    500.0 if direction > 0 else None, direction)  # fmt: skip
+
+
+def test_a_wrong_result_needs_error_logs_and_a_silenced_code_path_is_an_exception() -> None:
+    graph = nx.DiGraph([("front", "a"), ("front", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    window = Window(0.0, 1000.0)
+    evidence = [
+        # a: its query stopped logging and nothing took its place (thrown before the log line)
+        _log(1, "a", EvidenceKind.LOG_FREQUENCY_SHIFT, 6.0, "INFO 'query start' ran 0.0/min", direction=-1),
+        _log(2, "a", EvidenceKind.LOG_NEW_TEMPLATE, 4.0, "INFO 'retrying' 1.0/min (new)"),
+        # b: the same silence, and an error of its own without an exception
+        _log(3, "b", EvidenceKind.LOG_FREQUENCY_SHIFT, 6.0, "INFO 'found contacts' ran 0.0/min", direction=-1),
+        _log(4, "b", EvidenceKind.LOG_ERROR_SHIFT, 20.0, "ERROR 'no contacts for this id' 5.0/min (new)"),
+    ]
+    faults = {h.service: h.fault_type for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")}
+    assert faults == {"a": FaultType.EXCEPTION, "b": FaultType.WRONG_RESULT}
+
+
+def test_a_slow_service_is_no_victim_of_a_callee_that_only_fails_less() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    window = Window(0.0, 1000.0)
+
+    def slow_a_failing_b(errors: float) -> dict[str, str]:
+        evidence = [_ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 60.0),
+                    _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.ERRORS, errors)]  # fmt: skip
+        return {h.service: h.rationale for h in score_hypotheses(
+            evidence, graph=graph, window=window, symptom="front", modalities=frozenset({Modality.METRICS}))}  # fmt: skip
+
+    # b fails, most of what a slowed (enough to explain a slowness) but not all of it
+    assert "callee" not in slow_a_failing_b(11.0)["a"]
+    assert "callee b" in slow_a_failing_b(4000.0)["a"]  # b fails far more than a slowed

@@ -13,7 +13,7 @@ from rca.model import FaultType
 from rca.sources.datasets import find_cases
 from rca.star.audit import Route, StarConfig, audit, route
 from rca.star.context import audit_context
-from rca.star.criteria import AuditContext
+from rca.star.criteria import AuditContext, leading
 from rca.trace import Chain, Link, Trace, VerificationTest, from_json
 
 
@@ -41,7 +41,11 @@ def _clean(trace: Trace, ctx: AuditContext) -> Trace:
     scope = tuple(sorted(set(ep.scope) | set(ctx.graph.nodes)))
     link = Link("h-1-l1", lead.service, caller, ep.window.start + 100, ep.window.start + 200, (own.id,))
     chains = (Chain(lead.id, lead.service, (link,)),)
-    return replace(trace, evidence_package=replace(ep, scope=scope), chains=chains)
+    # every anomaly the leading hypotheses cite begins inside the window
+    cited = {i for h in leading(trace) for i in h.evidence}
+    inside = ep.window.start + 0.5 * ep.window.seconds
+    evidence = tuple(replace(e, onset=inside) if e.id in cited else e for e in ep.evidence)
+    return replace(trace, evidence_package=replace(ep, scope=scope, evidence=evidence), chains=chains)
 
 
 def test_a_clean_trace_is_accepted_with_no_violation(real: tuple[Trace, AuditContext]) -> None:
