@@ -75,14 +75,16 @@ def shift_of(normal: Series | None, now: Series, *, local_end: float | None = No
     peak_i = int(np.argmax(np.abs(z)))
     return MetricShift(
         entity=now.entity, metric=now.metric, instance=now.instance, signal=signal_of(now.metric),
-        score=float(abs(z[peak_i])), onset=_onset(times, z), direction=1 if z[peak_i] >= 0 else -1,
+        score=float(abs(z[peak_i])), onset=_onset(times, z if z[peak_i] >= 0 else -z), direction=1 if z[peak_i] >= 0 else -1,
         normal_median=float(np.median(ref)), peak=float(values[peak_i]),
         profile=tuple((float(t), round(float(v), 3)) for t, v in zip(times, z, strict=True)),
     )  # fmt: skip
 
 
 def _onset(times: np.ndarray, z: np.ndarray) -> float | None:
-    over = np.abs(z) >= ONSET_Z
+    """When z first passes ONSET_Z and stays there a second point (z signed so that the
+    shift's own direction is positive: a return from it is no onset)."""
+    over = z >= ONSET_Z
     for i in range(over.size):
         if over[i] and (i + 1 >= over.size or over[i + 1]):
             return float(times[i])

@@ -34,6 +34,7 @@ LOG_MIN_Z = 3.0
 TRACE_MIN_Z = 3.0
 READ_TIMEOUT = 120.0  # the longest any one backend read may take; each source bounds its own queries first
 LOCAL_SHARE = 0.25  # without an alert time, the window's first quarter is its recent past
+ALERT_LEAD = 60.0  # seconds before an alert that already belong to the incident
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +85,17 @@ class Toolbox:
             return default
 
     def local_end(self) -> float:
-        """Where the window's recent past ends: a quarter into the window.
+        """Where the window's recent past ends: a quarter into the window, and with an
+        alert time at the latest ALERT_LEAD before it.
 
-        Not the alert time: the cause usually moves before the symptom alerts.
+        Not at the alert time itself: the cause moves before the symptom alerts, or in the
+        same sample when the series are coarse, and that move must not count as the past.
         """
         w = self.incident.window
-        return w.start + LOCAL_SHARE * w.seconds
+        end = w.start + LOCAL_SHARE * w.seconds
+        if self.incident.alert_time is not None:
+            end = min(end, self.incident.alert_time - ALERT_LEAD)
+        return end
 
     def _next_id(self) -> EvidenceId:
         return EvidenceId(f"ev-{next(self._ids)}")

@@ -1,4 +1,6 @@
 import asyncio
+from dataclasses import replace
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -72,6 +74,27 @@ def test_shift_ignores_a_level_already_reached_before_the_window_s_recent_past()
     drifted = Series("a", "cpu", t, np.full(10, 30.0))
     assert shift_of(normal, drifted).score > 10  # type: ignore[union-attr]
     assert shift_of(normal, drifted, local_end=150.0).score == 0  # type: ignore[union-attr]
+
+
+def test_a_return_below_normal_is_no_onset() -> None:
+    t = np.arange(8, dtype=float) * 300
+    normal = Series("a", "latency.p50", t - 7200, np.full(8, 0.2) + np.tile([0.0, 0.01], 4))
+    # up for one sample (too short to place), then back a little below normal for two
+    now = Series("a", "latency.p50", t, np.array([0.2, 0.2, 0.2, 0.66, 0.2, 0.2, 0.17, 0.17]))
+    shift = shift_of(normal, now)
+    assert shift is not None and shift.direction == 1 and shift.onset is None
+    held = shift_of(normal, Series("a", "latency.p50", t, np.array([0.2, 0.2, 0.2, 0.66, 0.66, 0.2, 0.17, 0.17])))
+    assert held is not None and held.onset == 900.0
+
+
+def test_with_an_alert_the_recent_past_ends_before_it(petshop_slice: Path) -> None:
+    (case, *_) = find_cases(petshop_slice)
+    inc = case.incident
+    quarter = inc.window.start + 0.25 * inc.window.seconds
+    assert Toolbox(replace(inc, alert_time=None)).local_end() == quarter
+    # an alert in the window's second sample: that sample already belongs to the incident
+    early = replace(inc, alert_time=inc.window.start + 305)
+    assert Toolbox(early).local_end() == inc.window.start + 245 < quarter
 
 
 def test_own_time_and_network_gap_arithmetic() -> None:
