@@ -66,7 +66,7 @@ class ScoringConfig:
     error_victim_ratio: float = 0.2
     # an endpoint seen only from outside is its sibling seen from the caller when their
     # anomalies move together this closely and the sibling carries this share of its value
-    endpoint_comove: float = 0.7
+    endpoint_comove: float = 0.5
     endpoint_sibling_ratio: float = 0.5
     # an erring service is explained by a callee that only slowed or starved when that callee
     # stands out about as much (most slowness never turns into failures)
@@ -117,7 +117,12 @@ def _components(
 ) -> dict[str, _Signals]:
     out: dict[str, _Signals] = defaultdict(_Signals)
     log_mass: dict[tuple[str, str], float] = defaultdict(float)
+    seen: set[tuple[str, EvidenceKind, str, Signal]] = set()
     for ev in evidence:
+        fact = (ev.entity, ev.kind, ev.subject, ev.signal)
+        if fact in seen:  # the same shift read twice (another branch, another agent) is one fact
+            continue
+        seen.add(fact)
         sig = out[ev.entity]
         w = _weight(ev, window, cfg)
         if ev.kind is EvidenceKind.METRIC_SHIFT:
@@ -152,7 +157,7 @@ def _components(
             log_mass[(ev.entity, "lognew")] += w * ev.score
             sig.cites["lognew"].append(ev.id)
     for (entity, key), mass in log_mass.items():
-        scale = {"exc": 6.0, "logerr": 15.0, "lognew": 60.0, "logdrop": 6.0}[key]
+        scale = {"exc": 2.0, "logerr": 5.0, "lognew": 20.0, "logdrop": 2.0}[key]
         out[entity].parts[key] = saturate(mass, scale)
     _keep_what_stands_out(out, cfg.background_quantile, population)
     for sig in out.values():

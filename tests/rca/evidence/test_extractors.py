@@ -273,3 +273,15 @@ def test_a_slow_service_is_no_victim_of_a_callee_that_only_fails_less() -> None:
     # b fails, most of what a slowed (enough to explain a slowness) but not all of it
     assert "callee" not in slow_a_failing_b(11.0)["a"]
     assert "callee b" in slow_a_failing_b(4000.0)["a"]  # b fails far more than a slowed
+
+
+def test_evidence_read_twice_counts_once() -> None:
+    graph = nx.DiGraph([("front", "a"), ("front", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    window = Window(0.0, 1000.0)
+    once = [_log(1, "a", EvidenceKind.LOG_ERROR_SHIFT, 4.0, "ERROR 'no contacts' 1.0/min (new)"),
+            _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 15.0)]  # fmt: skip
+    # a second branch read a's logs again: the same template shift, under a new id
+    twice = [*once, replace(once[0], id=EvidenceId("ev-3"))]
+    value = {h.service: h.value for h in score_hypotheses(once, graph=graph, window=window, symptom="front")}
+    again = {h.service: h.value for h in score_hypotheses(twice, graph=graph, window=window, symptom="front")}
+    assert value == again
