@@ -10,7 +10,8 @@ in any call graph:
 - an endpoint seen only from outside (no calls, no telemetry of its own) whose anomaly moves
   with a sibling callee's is that sibling seen from the caller;
 - an anomaly already under way when the window opened belongs to an earlier incident more
-  likely than to this one.
+  likely than to this one, and one that began more than a sample after the symptom alerted
+  followed the symptom rather than caused it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from rca.evidence import Evidence, EvidenceId, EvidenceKind, earliest_onsets
 from rca.evidence.traces import GapShare
 from rca.model import FaultType, Modality, Window
 from rca.signals import Signal, bad_direction, is_host_metric
-from rca.topology import in_causal_order
+from rca.topology import ONSET_TOLERANCE, in_causal_order
 
 HypothesisId = NewType("HypothesisId", str)
 NO_GAPS = GapShare(1.0, 0.0)
@@ -100,10 +101,12 @@ class _Signals:
         return self.parts.get(part, 0.0)
 
 
-def _weight(ev: Evidence, window: Window, cfg: ScoringConfig) -> float:
+def _weight(ev: Evidence, window: Window, cfg: ScoringConfig, alert_time: float | None) -> float:
     if ev.onset is None:
         return 1.0 if ev.modality.value == "logs" else cfg.stale_weight + 0.3
     if ev.onset < window.start + cfg.stale_share * window.seconds:
+        return cfg.stale_weight
+    if alert_time is not None and ev.onset > alert_time + max(ONSET_TOLERANCE, _profile_step([ev])):
         return cfg.stale_weight
     return 1.0
 
@@ -114,6 +117,7 @@ def _components(
     cfg: ScoringConfig,
     edge_share: Callable[[str], GapShare],
     population: int = 0,
+    alert_time: float | None = None,
 ) -> dict[str, _Signals]:
     out: dict[str, _Signals] = defaultdict(_Signals)
     log_mass: dict[tuple[str, str], float] = defaultdict(float)
@@ -124,7 +128,7 @@ def _components(
             continue
         seen.add(fact)
         sig = out[ev.entity]
-        w = _weight(ev, window, cfg)
+        w = _weight(ev, window, cfg, alert_time)
         if ev.kind is EvidenceKind.METRIC_SHIFT:
             host = is_host_metric(ev.subject)
             part = {Signal.CPU: "cpu", Signal.MEMORY: "mem", Signal.DISK: "disk", Signal.LATENCY: "lat",
@@ -236,9 +240,11 @@ def score_hypotheses(
     modalities: frozenset[Modality] = frozenset(Modality),
     edge_share: Callable[[str], GapShare] = lambda _: NO_GAPS,
     config: ScoringConfig = ScoringConfig(),
+    alert_time: float | None = None,
 ) -> list[Hypothesis]:
-    """Every (service, fault type) hypothesis the evidence supports, best first."""
-    comps = _components(evidence, window, config, edge_share, graph.number_of_nodes())
+    """Every (service, fault type) hypothesis the evidence supports, best first (alert_time:
+    when the symptom alerted, where known)."""
+    comps = _components(evidence, window, config, edge_share, graph.number_of_nodes(), alert_time)
     best: dict[str, tuple[float, FaultType, list[EvidenceId]]] = {}
     for entity, sig in comps.items():
         for fault, recipe in _RECIPES.items():

@@ -41,6 +41,7 @@ class EvidencePackage:
     evidence: tuple[Evidence, ...]
     missing: tuple[str, ...]
     edge_shares: dict[str, GapShare]
+    alert_time: float | None = None  # when the symptom alerted, where known
 
     @property
     def examined(self) -> set[str]:
@@ -106,7 +107,7 @@ def hypothesis_set(ep: EvidencePackage, *, graph: nx.DiGraph, symptom: str,
     return tuple(score_hypotheses(
         ep.evidence, graph=graph, window=ep.window, symptom=symptom,
         modalities=frozenset(Modality(m) for m, ok in ep.modalities.items() if ok),
-        edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS), config=config,
+        edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS), config=config, alert_time=ep.alert_time,
     ))  # fmt: skip
 
 
@@ -196,6 +197,7 @@ def to_json(trace: Trace) -> dict[str, Any]:
         "incident": {"id": trace.incident, "symptom": trace.symptom, "engine": trace.engine},
         "evidence_package": {
             "window": {"start": to_iso(ep.window.start), "end": to_iso(ep.window.end)},
+            "alert_time": None if ep.alert_time is None else to_iso(ep.alert_time),
             "modalities": dict(ep.modalities), "entity_scope": list(ep.scope),
             "evidence": [ev.to_json() for ev in ep.evidence], "missing": list(ep.missing),
             "edge_shares": {k: {"in": round(v.incoming, 4), "out": round(v.outgoing, 4)}
@@ -243,6 +245,7 @@ def from_json(doc: dict[str, Any]) -> Trace:
         Window(parse_timestamp(ep["window"]["start"]), parse_timestamp(ep["window"]["end"])),
         dict(ep["modalities"]), tuple(ep["entity_scope"]), evidence, tuple(ep["missing"]),
         {k: GapShare(float(v["in"]), float(v["out"])) for k, v in ep["edge_shares"].items()},
+        parse_timestamp(ep["alert_time"]) if ep.get("alert_time") else None,
     )
     hyps = tuple(
         Hypothesis(HypothesisId(h["id"]), h["service"], FaultType(h["fault_type"]), float(h["value"]),

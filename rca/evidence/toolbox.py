@@ -317,6 +317,7 @@ class Toolbox:
         ranked = score_hypotheses(
             evidence, graph=await self.topology(), window=self.incident.window,
             symptom=self.incident.symptom, modalities=self.modalities(), edge_share=self.edge_share,
+            alert_time=self.incident.alert_time,
         )  # fmt: skip
         leads = tuple(h.service for h in ranked[:top])
         return ToolResult("scan", modality, query, (), "ok" if leads else "no_data", leads)

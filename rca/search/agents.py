@@ -50,7 +50,7 @@ class Shared:
             cached = tuple(score_hypotheses(
                 evidence, graph=self.graph, window=self.window, symptom=self.symptom,
                 modalities=self.toolbox.modalities(), edge_share=self.toolbox.edge_share,
-                config=self.config.scoring,
+                config=self.config.scoring, alert_time=self.toolbox.incident.alert_time,
             ))  # fmt: skip
             self.hypotheses_cache[ids] = cached
             self.seen_hypotheses.update((h.service, h.fault_type.value) for h in cached[:5])

@@ -117,7 +117,7 @@ def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine:
         window=incident.window, modalities=toolbox.available(),
         scope=tuple(sorted(state.scope)), evidence=state.evidence,
         missing=tuple(dict.fromkeys(toolbox.missing)) + usage.notes,
-        edge_shares={e: toolbox.edge_share(e) for e in sorted(entities)},
+        edge_shares={e: toolbox.edge_share(e) for e in sorted(entities)}, alert_time=incident.alert_time,
     )  # fmt: skip
     hyps = state.hypotheses
     chains = analysis_structure(ep, hyps, graph=shared.graph, symptom=incident.symptom)

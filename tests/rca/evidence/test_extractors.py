@@ -218,6 +218,25 @@ def test_an_anomaly_already_under_way_weighs_less() -> None:
     assert all(h.value < hyps[0].value for h in hyps[1:])
 
 
+def test_an_anomaly_that_began_after_the_alert_weighs_less() -> None:
+    graph = nx.DiGraph([("front", "a"), ("front", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    window = Window(0.0, 1500.0)
+
+    def cpu(i: int, entity: str, score: float, onset: float) -> Evidence:
+        profile = tuple((t, score if t >= onset else 0.0) for t in (600.0, 900.0, 1200.0))
+        return Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, "cpu", score,
+                        Signal.CPU, "q", "d", onset, 1, profile)  # fmt: skip
+
+    evidence = [cpu(1, "a", 30.0, 600.0), cpu(2, "b", 60.0, 1200.0)]
+    assert score_hypotheses(evidence, graph=graph, window=window, symptom="front")[0].service == "b"
+    # the symptom alerted at 500 s: b's move began two 5-minute samples after it
+    after = score_hypotheses(evidence, graph=graph, window=window, symptom="front", alert_time=500.0)
+    assert after[0].service == "a"
+    # within a sample of the alert (coarse series) is no later than the symptom
+    near = score_hypotheses(evidence, graph=graph, window=window, symptom="front", alert_time=950.0)
+    assert near[0].service == "b"
+
+
 def test_every_fault_type_can_be_named() -> None:
     graph = nx.DiGraph([("front", s) for s in "abcdef"])
     window = Window(0.0, 1000.0)

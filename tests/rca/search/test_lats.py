@@ -68,6 +68,16 @@ def test_trace_json_round_trip(case: IncidentCase) -> None:
     assert again == doc
 
 
+def test_an_alert_time_survives_the_round_trip_and_the_replay(petshop_slice: Path) -> None:
+    (case, *_) = find_cases(petshop_slice)
+    doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
+    assert doc is not None and doc["evidence_package"]["alert_time"] is not None
+    trace = from_json(json.loads(json.dumps(doc)))
+    assert trace.evidence_package.alert_time == case.incident.alert_time
+    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
+    assert to_json(replay(trace, graph=graph, start="hypothesis_set")) == doc
+
+
 def test_stage_replay_reproduces_the_downstream_stages(case: IncidentCase) -> None:
     doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
     trace = from_json(doc)  # type: ignore[arg-type]
