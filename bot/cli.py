@@ -29,7 +29,7 @@ from rca.engines import Engine, build_engine, engine_names
 from rca.engines.lats import VARIANTS, SearchEngine, diagnosis_of
 from rca.errors import InputError, RcaError
 from rca.evaluation.harness import evaluate
-from rca.evaluation.report import render_costs, render_table, summaries, to_json
+from rca.evaluation.report import render_costs, render_seed_spread, render_table, summaries, to_json
 from rca.evaluation.star_eval import evaluate_star
 from rca.evaluation.star_eval import render as render_star
 from rca.evidence.toolbox import Toolbox
@@ -123,6 +123,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--engine", default="lats", help=f"comma-separated: {','.join(engine_names())}")
     ev.add_argument("--ablate", default="", help="comma-separated lats ablations: batching,backprop,reflection")
     ev.add_argument("--repair", action="store_true", help="also run each search engine followed by STAR's repair")
+    ev.add_argument("--seeds", default="", type=_seeds,
+                    help="comma-separated sampling seeds: also run each search engine with each (how stable it is)")
     ev.add_argument("--json", type=Path, dest="json_out", help="write per-case results here")
     ev.add_argument("--match", default="", help="only cases whose id contains this text")
     ev.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
@@ -342,15 +344,28 @@ def _ranking_json(incident: Incident, diagnosis: Diagnosis) -> dict:
     }
 
 
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seeds are whole numbers separated by commas, not {text!r}") from None
+
+
 async def _eval(args: argparse.Namespace) -> int:
     reasoner = _reasoner(args)
     engines = [build_engine(n, reasoner=reasoner) for n in args.engine.split(",") if n.strip()]
     engines += [build_engine("lats", ablation=a.strip(), reasoner=reasoner) for a in args.ablate.split(",") if a.strip()]
     if args.repair:
         engines += [build_engine(n, repair=True, reasoner=reasoner) for n in args.engine.split(",") if n.strip() in VARIANTS]
+    engines += [build_engine(n.strip(), reasoner=reasoner, seed=seed) for seed in args.seeds
+                for n in args.engine.split(",") if n.strip() in VARIANTS]  # fmt: skip
     cases = [c for c in find_cases(args.path) if args.match in c.id]
     results = await evaluate(engines, cases, progress=ProgressBar())
-    print(render_table(summaries(results)))
+    rows = summaries(results)
+    print(render_table(rows))
+    if spread := render_seed_spread(rows):
+        print()
+        print(spread)
     print()
     print(render_costs(results))
     if args.json_out:

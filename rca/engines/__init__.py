@@ -23,17 +23,18 @@ def engine_names() -> tuple[str, ...]:
 
 
 def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasoner: Reasoner | None = None,
-                 time_budget: float | None = None) -> Engine:  # fmt: skip
+                 time_budget: float | None = None, seed: int | None = None) -> Engine:  # fmt: skip
     """An engine by its command-line name, optionally with one ablation (`lats` only) or
     followed by STAR's audit and repair (the search engines); the search engines take a
-    reasoner (the offline one by default)."""
+    reasoner (the offline one by default) and a sampling seed other than the configured one
+    (named `<engine>@seed<N>`, so that runs with several seeds sit side by side)."""
     from rca.engines.baro import BaroEngine
     from rca.engines.lats import ABLATIONS, VARIANTS, SearchEngine, Variant, ablate
     from rca.engines.star import StarEngine
 
     key = name.strip().lower()
     if repair and key in VARIANTS:
-        base = build_engine(key, ablation=ablation, reasoner=reasoner, time_budget=time_budget)
+        base = build_engine(key, ablation=ablation, reasoner=reasoner, time_budget=time_budget, seed=seed)
         assert isinstance(base, SearchEngine)
         return StarEngine(base)
     if key == "baro" and not ablation:
@@ -42,10 +43,12 @@ def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasone
         variant = VARIANTS[key]
         if time_budget is not None:
             variant = Variant(variant.name, variant.order, replace(variant.config, time_budget=time_budget))
+        if seed is not None:
+            variant = Variant(variant.name, variant.order, replace(variant.config, seed=seed))
         if ablation:
             if ablation not in ABLATIONS:
                 raise EngineError(f"unknown ablation {ablation!r}; choose from {', '.join(ABLATIONS)}")
             variant = Variant(variant.name, variant.order, ablate(variant.config, ablation))
-            return SearchEngine(variant, name=f"{key}-no-{ablation}", reasoner=reasoner)
-        return SearchEngine(variant, reasoner=reasoner)
+            key = f"{key}-no-{ablation}"
+        return SearchEngine(variant, name=key if seed is None else f"{key}@seed{seed}", reasoner=reasoner)
     raise EngineError(f"unknown engine {name!r}; choose from {', '.join(engine_names())}")

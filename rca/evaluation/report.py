@@ -38,6 +38,25 @@ def render_table(rows: Sequence[Summary]) -> str:
     return "\n".join(lines)
 
 
+def render_seed_spread(rows: Sequence[Summary]) -> str:
+    """Per engine run with several sampling seeds (`<engine>@seed<N>` beside `<engine>`) and
+    per dataset: the mean AC@1 and AC@3 over the seeds and their range; empty without seeds."""
+    runs: dict[tuple[str, str], list[Summary]] = defaultdict(list)
+    for s in rows:
+        if " · " not in s.group:  # datasets and the total, not their fault types
+            runs[(s.engine.partition("@seed")[0], s.group)].append(s)
+    spread = {k: v for k, v in runs.items() if len(v) > 1}
+    if not spread:
+        return ""
+    head = f"{'group':<44} {'engine':<19} {'seeds':>5} {'AC@1 mean':>9} {'min':>6} {'max':>6} {'AC@3 mean':>9}"
+    lines = [head, "-" * len(head)]
+    for (engine, group), ss in sorted(spread.items(), key=lambda kv: (kv[0][1] == "all", kv[0][1], kv[0][0])):
+        ac1 = [s.ac1 for s in ss]
+        lines.append(f"{group:<44} {engine:<19} {len(ss):>5} {sum(ac1) / len(ac1):>9.3f} {min(ac1):>6.3f} "
+                     f"{max(ac1):>6.3f} {sum(s.ac3 for s in ss) / len(ss):>9.3f}")  # fmt: skip
+    return "\n".join(lines)
+
+
 def render_costs(results: Sequence[CaseResult]) -> str:
     """Per engine, what one investigation costs on average (the paper's Table 1 columns)."""
     by_engine: dict[str, list[CaseResult]] = defaultdict(list)

@@ -93,3 +93,19 @@ def test_eval_writes_the_stable_json(
         "llm_tokens",
     }
     assert case["truth"]["service"] and case["modalities"]["logs"] is False
+
+
+def test_eval_with_seeds_runs_each_search_engine_again_and_shows_the_spread(
+    petshop_slice: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", str(petshop_slice), "--engine", "lats,baro", "--seeds", "1,2"]) == 0
+    out = capsys.readouterr().out
+    assert "lats@seed1" in out and "lats@seed2" in out and "baro@seed" not in out
+    spread = out.split("AC@1 mean", 1)[1]
+    assert "petshop" in spread and " 3 " in spread  # three runs of lats: the default seed, 1 and 2
+
+
+def test_eval_rejects_seeds_that_are_not_numbers(petshop_slice: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["eval", str(petshop_slice), "--seeds", "1,two"])
+    assert "whole numbers" in capsys.readouterr().err
