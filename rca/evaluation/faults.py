@@ -46,7 +46,7 @@ async def modality_dropped(t: Trace, ctx: RepairContext) -> Trace | None:
     mods = [ev.modality.value for ev in ep.evidence if ev.entity == top.service]
     if not mods:
         return None
-    drop = max(set(mods), key=mods.count)
+    drop = max(sorted(set(mods)), key=mods.count)  # ties broken by name, not by hash order
     kept = tuple(ev for ev in ep.evidence if ev.modality.value != drop)
     broken = replace(ep, evidence=kept, modalities={**ep.modalities, drop: False})
     return await _rebuild(replace(t, evidence_package=broken), ctx, "hypothesis_set")

@@ -82,10 +82,12 @@ async def realign_sources(trace: Trace, ctx: RepairContext) -> Trace:
 
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
     order = []
+    if "sources_read" in violated:  # a modality left unread: read it (the one direct fix)
+        order.append(Patch(STAGE, "rebalance_modalities", rebalance_modalities))
     if "onset_covered" in violated:
         order.append(Patch(STAGE, "widen_window", widen_window))
         order.append(Patch(STAGE, "recover_onset", recover_onset))
-    if "modality_fit" in violated:
+    if "modality_fit" in violated and "sources_read" not in violated:
         order.append(Patch(STAGE, "rebalance_modalities", rebalance_modalities))
     if "leads_examined" in violated:
         order.append(Patch(STAGE, "examine_leads", examine_leads))

@@ -163,3 +163,20 @@ def test_a_model_critic_orders_the_candidates(setup: tuple[Trace, RepairContext]
     _run(broken, replace(ctx, critic=reversing), RepairConfig(tau=0.99, epsilon=0.01, rounds=1, k=1))
     assert asked and all(len(menu) > 1 for menu in asked)  # consulted with the whole menu
     assert applied == [menu[-1] for menu in asked]  # with k=1, only the critic's pick was tried
+
+
+def test_a_modality_left_unread_is_read_first(setup: tuple[Trace, RepairContext]) -> None:
+    from rca.evaluation.faults import modality_dropped
+    from rca.star.patches.package import candidates
+
+    trace, ctx = setup
+    dropped = asyncio.run(modality_dropped(trace, ctx))
+    assert dropped is not None
+    verdict = audit(dropped, ctx.audit)
+    short = {c.name for c in verdict.criteria if c.stage == "evidence_package" and c.score < 1.0}
+    assert "sources_read" in short
+    # among every S1 shortfall, re-reading the unread modality comes first, so K=4 keeps it
+    menu = [p.name for p in candidates(dropped, ctx, short | {"onset_covered", "leads_examined", "scope_neighbours"})]
+    assert menu[0] == "rebalance_modalities" and menu.count("rebalance_modalities") == 1
+    repaired = _run(dropped, ctx, RepairConfig(tau=audit(trace, ctx.audit).score - 1e-6, epsilon=0.01))
+    assert repaired.decisive_stage == "evidence_package"
