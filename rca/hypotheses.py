@@ -260,13 +260,13 @@ def score_hypotheses(
             if entity not in best or value > best[entity][0]:
                 best[entity] = (value, fault, cites)
     values = {e: v for e, (v, _, _) in best.items()}
+    faults = {e: f for e, (_, f, _) in best.items()}
     values = _weigh_comovement(values, evidence, symptom, config)
     if symptom in graph:
         downstream = nx.descendants(graph, symptom) | {symptom}
         values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
-    values = _discount_endpoints(values, evidence, graph, {e: f for e, (_, f, _) in best.items()}, config)
-    adjusted = _discount_victims(values, comps, graph, config, {e: f for e, (_, f, _) in best.items()},
-                                 earliest_onsets(evidence))  # fmt: skip
+    values = _discount_endpoints(values, evidence, graph, faults, config)
+    adjusted = _discount_victims(values, comps, graph, config, faults, earliest_onsets(evidence))
     strength = {e: max((ev.score for ev in evidence if ev.entity == e), default=0.0) for e in adjusted}
     # values equal to three places (saturated signals) are told apart by the raw deviation
     ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]], kv[0]))

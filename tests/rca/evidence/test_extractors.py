@@ -134,6 +134,12 @@ def test_a_template_that_stopped_keeps_its_text() -> None:
     assert stopped.severity is Severity.INFO and not stopped.is_new
 
 
+def _with_quiet(edges: list[tuple[str, str]]) -> nx.DiGraph:
+    """A call graph with six more services behind the front that stay quiet, so that a
+    signal in one or two services stands out from the background."""
+    return nx.DiGraph(edges + [("front", f"quiet-{k}") for k in range(6)])
+
+
 def _ev(i: int, entity: str, kind: EvidenceKind, signal: Signal, score: float, onset: float | None = 500.0) -> Evidence:
     return Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS if kind is EvidenceKind.METRIC_SHIFT else Modality.TRACES,
                     kind, entity, "m", score, signal, "q", "d", onset)  # fmt: skip
@@ -174,8 +180,7 @@ def _errors(i: int, entity: str, score: float, shape: list[float]) -> Evidence:
 def test_an_endpoint_seen_only_from_outside_defers_to_the_sibling_it_moves_with() -> None:
     # the front calls the search service and, for the same requests, its load balancer;
     # six more services stay quiet
-    graph = nx.DiGraph([("front", "lb"), ("front", "search"), ("search", "db")]
-                       + [("front", f"quiet-{k}") for k in range(6)])  # fmt: skip
+    graph = _with_quiet([("front", "lb"), ("front", "search"), ("search", "db")])
     window = Window(0.0, 1200.0)
     shape = [0.0, 0.5, 30.0, 60.0, 58.0, 61.0]
     evidence = [_errors(1, "lb", 160.0, [3 * z for z in shape]), _errors(2, "search", 48.0, shape)]
@@ -190,7 +195,7 @@ def test_an_endpoint_seen_only_from_outside_defers_to_the_sibling_it_moves_with(
 
 
 def test_a_callee_that_only_slowed_explains_errors_only_when_it_stands_out_as_much() -> None:
-    graph = nx.DiGraph([("front", "a"), ("a", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    graph = _with_quiet([("front", "a"), ("a", "b")])
     window = Window(0.0, 1000.0)
 
     def errors_at_a_and_latency_at_b(latency: float) -> list[Evidence]:
@@ -219,7 +224,7 @@ def test_an_anomaly_already_under_way_weighs_less() -> None:
 
 
 def test_an_anomaly_that_began_after_the_alert_weighs_less() -> None:
-    graph = nx.DiGraph([("front", "a"), ("front", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    graph = _with_quiet([("front", "a"), ("front", "b")])
     window = Window(0.0, 1500.0)
 
     def cpu(i: int, entity: str, score: float, onset: float) -> Evidence:
@@ -265,7 +270,7 @@ def _log(i: int, entity: str, kind: EvidenceKind, score: float, detail: str, dir
 
 
 def test_a_wrong_result_needs_error_logs_and_a_silenced_code_path_is_an_exception() -> None:
-    graph = nx.DiGraph([("front", "a"), ("front", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    graph = _with_quiet([("front", "a"), ("front", "b")])
     window = Window(0.0, 1000.0)
     evidence = [
         # a: its query stopped logging and nothing took its place (thrown before the log line)
@@ -280,7 +285,7 @@ def test_a_wrong_result_needs_error_logs_and_a_silenced_code_path_is_an_exceptio
 
 
 def test_a_slow_service_is_no_victim_of_a_callee_that_only_fails_less() -> None:
-    graph = nx.DiGraph([("front", "a"), ("a", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    graph = _with_quiet([("front", "a"), ("a", "b")])
     window = Window(0.0, 1000.0)
 
     def slow_a_failing_b(errors: float) -> dict[str, str]:
@@ -295,7 +300,7 @@ def test_a_slow_service_is_no_victim_of_a_callee_that_only_fails_less() -> None:
 
 
 def test_evidence_read_twice_counts_once() -> None:
-    graph = nx.DiGraph([("front", "a"), ("front", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    graph = _with_quiet([("front", "a"), ("front", "b")])
     window = Window(0.0, 1000.0)
     once = [_log(1, "a", EvidenceKind.LOG_ERROR_SHIFT, 4.0, "ERROR 'no contacts' 1.0/min (new)"),
             _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 15.0)]  # fmt: skip
