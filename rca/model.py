@@ -193,6 +193,10 @@ class Normal:
 
     window: Window
     sources: Sources
+    # a stretch the layout vouches is free of faults, beside the look-back (its sources hold
+    # only that stretch and are read whole): it also tells which look-back minutes were not
+    # normal themselves, such as the tail of an earlier incident
+    fault_free: Sources | None = None
 
 
 @dataclass(frozen=True, slots=True)

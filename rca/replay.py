@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rca.errors import InputError
-from rca.model import CaseId, Incident, Normal, Window
+from rca.model import CaseId, Incident, Window
 
 
 async def known_entities(incident: Incident) -> tuple[str, ...]:
@@ -55,7 +55,7 @@ def with_window(incident: Incident, window: Window) -> Incident:
     normal = {}
     for modality, n in incident.normal.items():
         if n.window.end == incident.window.start:  # a look-back: the period right before
-            normal[modality] = Normal(Window(window.start - n.window.seconds, window.start), n.sources)
+            normal[modality] = replace(n, window=Window(window.start - n.window.seconds, window.start))
         else:
             normal[modality] = n
     return replace(incident, window=window, normal=normal)

@@ -120,3 +120,39 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
         out.append(TemplateShift(entity, tid, template, sev, observed / c_min, normal_rate,
                                  expected / c_min, normal_rate == 0 and observed > 0, score, first))  # fmt: skip
     return sorted(out, key=lambda s: -abs(s.score))
+
+
+# a look-back minute whose error lines exceed what the fault-free stretch predicts by this
+# many Poisson deviations held a fault of its own (an earlier incident's tail, say)
+UNHEALTHY_Z = 3.0
+
+
+def normal_logs(lookback: Sequence[MinedLog], fault_free: Sequence[MinedLog]) -> list[MinedLog]:
+    """The normal period: the fault-free stretch and the look-back minutes that were normal.
+
+    Faults follow each other, so the hour before an incident may hold another one; measured
+    against it, a fault that repeats looks normal. Where a fault-free stretch exists, a
+    service's look-back minute is left out when its share of error lines stands out from that
+    stretch's; a service the stretch never saw keeps all of its minutes.
+    """
+    if not fault_free:
+        return list(lookback)
+    free_lines: Counter[str] = Counter()
+    free_errors: Counter[str] = Counter()
+    for m in fault_free:
+        free_lines[m.record.entity] += 1
+        free_errors[m.record.entity] += is_error(m.template, m.record.severity)
+    lines: Counter[tuple[str, int]] = Counter()
+    errors: Counter[tuple[str, int]] = Counter()
+    for m in lookback:
+        key = (m.record.entity, int(m.record.time // 60))
+        lines[key] += 1
+        errors[key] += is_error(m.template, m.record.severity)
+    unhealthy = set()
+    for (entity, minute), n in lines.items():
+        if free_lines[entity]:
+            expected = n * free_errors[entity] / free_lines[entity]
+            if errors[(entity, minute)] > expected + UNHEALTHY_Z * math.sqrt(expected + 1.0):
+                unhealthy.add((entity, minute))
+    kept = [m for m in lookback if (m.record.entity, int(m.record.time // 60)) not in unhealthy]
+    return list(fault_free) + kept

@@ -20,10 +20,10 @@ import numpy as np
 
 from rca.errors import DataError
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.evidence.logs import TemplateShift, is_error, mine, new_miner, template_shifts
+from rca.evidence.logs import TemplateShift, is_error, mine, new_miner, normal_logs, template_shifts
 from rca.evidence.metrics import MetricShift, metric_shifts
 from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
-from rca.model import Incident, Modality
+from rca.model import Incident, LogRecord, Modality
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
@@ -178,17 +178,22 @@ class Toolbox:
                 src = self.incident.sources.logs
                 if src is not None:
                     normal = self.incident.normal_for(Modality.LOGS)
-                    ref_records = []
-                    if normal is not None and normal.sources.logs is not None:
-                        ref_records = await self._read("logs", normal.sources.logs.records(LogQuery(normal.window)), [])
-                    else:
+                    back_records: list[LogRecord] = []
+                    free_records: list[LogRecord] = []
+                    back = normal.sources.logs if normal is not None else None
+                    free = normal.fault_free.logs if normal is not None and normal.fault_free is not None else None
+                    if normal is not None and back is not None:
+                        back_records = await self._read("logs", back.records(LogQuery(normal.window)), [])
+                    if normal is not None and free is not None:
+                        free_records = await self._read("logs", free.records(LogQuery(normal.window)), [])
+                    if back is None and free is None:
                         self.missing.append("normal logs: absent, every template counts as new")
                     now_records = await self._read("logs", src.records(LogQuery(self.incident.window)), [])
                     miner = new_miner()
-                    ref, now = await asyncio.to_thread(
-                        lambda: (mine(miner, ref_records), mine(miner, now_records))
+                    mined_back, mined_free, now = await asyncio.to_thread(
+                        lambda: (mine(miner, back_records), mine(miner, free_records), mine(miner, now_records))
                     )
-                    for t in template_shifts(ref, now):
+                    for t in template_shifts(normal_logs(mined_back, mined_free), now):
                         self._logs.setdefault(t.entity, []).append(t)
             return self._logs
 
@@ -237,9 +242,12 @@ class Toolbox:
                 if src is not None:
                     normal = self.incident.normal_for(Modality.TRACES)
                     ref_spans = []
-                    if normal is not None and normal.sources.traces is not None:
-                        ref_spans = await self._read("traces", normal.sources.traces.spans(SpanQuery(normal.window)), [])
-                    else:
+                    parts = (normal.sources, normal.fault_free) if normal is not None else ()
+                    readers = [p.traces for p in parts if p is not None and p.traces is not None]
+                    for reader in readers:
+                        assert normal is not None
+                        ref_spans += await self._read("traces", reader.spans(SpanQuery(normal.window)), [])
+                    if not readers:
                         self.missing.append("normal traces: absent, no latency baseline")
                     now_spans = await self._read("traces", src.spans(SpanQuery(self.incident.window)), [])
                     (o0, g0), (o1, g1) = timings(ref_spans), timings(now_spans)

@@ -195,6 +195,18 @@ def read_metrics(path: Path) -> tuple[list[Series], bool]:
     return out, key == "ServiceName"
 
 
+def _log_identity(r: LogRecord) -> tuple:
+    return (r.time, r.instance, r.message)
+
+
+def _span_identity(s: Span) -> tuple:
+    return (s.trace_id, s.span_id, s.entity, s.start)
+
+
+# a minute file is named for its last minute and may hold up to this much before it
+MINUTE_FILE_REACH = 180.0
+
+
 class _Folder:
     """One `<day>` folder: metric files read once, minute files read on demand, all cached."""
 
@@ -229,17 +241,29 @@ class _Folder:
     def _minute_files(self, kind: str, window: Window | None) -> Iterator[Path]:
         for f in csv_files(self.path / kind):
             span = minute_of(f, self.day)
-            if window is None or span is None or span.overlaps(window):
+            if window is None or span is None or span.overlaps(Window(window.start, window.end + MINUTE_FILE_REACH)):
                 yield f
 
     def minute_records(self, kind: str, window: Window | None) -> list:
+        """The records of the minute files that touch the window, each once.
+
+        The publisher's minute files overlap (one may hold the whole of the next), so a
+        record met again in another file is the same line or span, not a second one.
+        """
         reader = read_logs if kind == "log" else read_spans
+        identity = _log_identity if kind == "log" else _span_identity
         out: list = []
+        seen: set[tuple] = set()
         for f in self._minute_files(kind, window):
             with self._lock:
                 if f not in self._minutes:
                     self._minutes[f] = reader(f)  # type: ignore[assignment]
-                out.extend(self._minutes[f])
+                records = self._minutes[f]
+            for r in records:
+                key = identity(r)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(r)
         return out
 
     def covered(self, kind: str) -> Window | None:
@@ -262,33 +286,31 @@ class _FolderMetrics:
 
 
 class _FolderLogs:
-    """Logs of a day folder in the query's window, plus every record of a fault-free folder."""
+    """Logs of a day folder in the query's window, or of a fault-free folder whole."""
 
-    def __init__(self, folder: _Folder | None, fault_free: _Folder | None = None) -> None:
+    def __init__(self, folder: _Folder, *, whole: bool = False) -> None:
         self._folder = folder
-        self._fault_free = fault_free
+        self._whole = whole
 
     async def records(self, query: LogQuery) -> list[LogRecord]:
-        found = await InMemoryLogs(self._folder.minute_records("log", query.window)).records(query) if self._folder else []
-        if self._fault_free is not None:
+        if self._whole:
             wanted = set(query.entities)
-            found += [r for r in self._fault_free.minute_records("log", None) if not wanted or r.entity in wanted]
-        return found
+            return [r for r in self._folder.minute_records("log", None) if not wanted or r.entity in wanted]
+        return await InMemoryLogs(self._folder.minute_records("log", query.window)).records(query)
 
 
 class _FolderTraces:
-    """Spans of a day folder in the query's window, plus every span of a fault-free folder."""
+    """Spans of a day folder in the query's window, or of a fault-free folder whole."""
 
-    def __init__(self, folder: _Folder | None, fault_free: _Folder | None = None) -> None:
+    def __init__(self, folder: _Folder, *, whole: bool = False) -> None:
         self._folder = folder
-        self._fault_free = fault_free
+        self._whole = whole
 
     async def spans(self, query: SpanQuery) -> list[Span]:
-        found = await InMemoryTraces(self._folder.minute_records("trace", query.window)).spans(query) if self._folder else []
-        if self._fault_free is not None:
+        if self._whole:
             wanted = set(query.entities)
-            found += [s for s in self._fault_free.minute_records("trace", None) if not wanted or s.entity in wanted]
-        return found
+            return [s for s in self._folder.minute_records("trace", None) if not wanted or s.entity in wanted]
+        return await InMemoryTraces(self._folder.minute_records("trace", query.window)).spans(query)
 
 
 class _FolderTopology:
@@ -410,10 +432,13 @@ def day_incident(name: str, folder: _Folder, normal: _Folder | None, case_id: Ca
     free_logs = normal if normal is not None and normal.has("log") else None
     free_traces = normal if normal is not None and normal.has("trace") else None
     if has_logs or free_logs:
-        normals[Modality.LOGS] = Normal(lookback, Sources(logs=_FolderLogs(folder if has_logs else None, free_logs)))
+        normals[Modality.LOGS] = Normal(
+            lookback, Sources(logs=sources.logs), Sources(logs=_FolderLogs(free_logs, whole=True)) if free_logs else None
+        )
     if has_traces or free_traces:
-        normals[Modality.TRACES] = Normal(lookback, Sources(traces=_FolderTraces(folder if has_traces else None,
-                                                                                 free_traces)))  # fmt: skip
+        normals[Modality.TRACES] = Normal(
+            lookback, Sources(traces=sources.traces), Sources(traces=_FolderTraces(free_traces, whole=True)) if free_traces else None
+        )
     symptom = symptom or (kpi[0] if kpi else _entry_service(folder, normal, window))
     return Incident(
         id=case_id, dataset=name, symptom=symptom, window=window, sources=sources,

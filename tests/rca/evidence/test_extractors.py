@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.evidence.logs import mine, new_miner, template_shifts
+from rca.evidence.logs import mine, new_miner, normal_logs, template_shifts
 from rca.evidence.metrics import robust_z, shift_of
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import timings
@@ -132,6 +132,32 @@ def test_a_template_that_stopped_keeps_its_text() -> None:
     stopped = next(s for s in template_shifts(normal, now) if s.now_per_min == 0)
     assert "query start for route" in stopped.template and stopped.score < -3
     assert stopped.severity is Severity.INFO and not stopped.is_new
+
+
+def test_a_look_back_minute_with_an_error_burst_is_not_normal() -> None:
+    def recs(svc: str, minute: int, ok: int, errors: int) -> list[LogRecord]:
+        return [LogRecord(minute * 60.0 + i, svc, Severity.INFO, f"served order {i}") for i in range(ok)] + [
+            LogRecord(minute * 60.0 + 30 + i, svc, Severity.ERROR, f"no contacts for id {i}") for i in range(errors)
+        ]
+
+    miner = new_miner()
+    free = mine(miner, recs("contacts", 0, 20, 0) + recs("orders", 0, 20, 2))
+    back = mine(miner, recs("contacts", 10, 20, 0) + recs("contacts", 11, 5, 15)  # an earlier fault's tail
+                + recs("orders", 11, 20, 3)  # its usual errors
+                + recs("unseen", 11, 5, 15))  # fmt: skip
+    kept = {(m.record.entity, int(m.record.time // 60)) for m in normal_logs(back, free)}
+    assert ("contacts", 10) in kept and ("contacts", 11) not in kept
+    assert ("orders", 11) in kept and ("unseen", 11) in kept  # a service the stretch never saw keeps all
+    assert normal_logs(back, []) == back  # without a fault-free stretch the look-back is all there is
+
+
+def test_a_repeated_fault_is_measured_against_the_fault_free_stretch(shared_datasets: Path) -> None:
+    """The same wrong result injected into one service three times: the second's look-back
+    holds the first, and its error template must still count as a shift."""
+    case = next(c for c in find_cases(shared_datasets / "nezha-trainticket") if c.id.endswith("2023-01-29/08:52:06"))
+    result = asyncio.run(Toolbox(case.incident).logs(case.label.service))
+    errors = [e for e in result.evidence if e.kind is EvidenceKind.LOG_ERROR_SHIFT]
+    assert errors and max(e.score for e in errors) > 5
 
 
 def _with_quiet(edges: list[tuple[str, str]]) -> nx.DiGraph:

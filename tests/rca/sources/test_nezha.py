@@ -171,3 +171,32 @@ def test_full_trainticket_has_45_faults(shared_datasets: Path) -> None:
     }
     for c in cases:  # the window never starts or ends at the same offset from the injection
         assert c.incident.window.seconds > 400
+
+
+def test_overlapping_minute_files_give_each_record_once(nezha_slice: Path, tmp_path: Path) -> None:
+    (case,) = load_nezha(nezha_slice)
+    inc = case.incident
+    before_logs = asyncio.run(inc.sources.logs.records(LogQuery(inc.window)))  # type: ignore[union-attr]
+    before_spans = asyncio.run(inc.sources.traces.spans(SpanQuery(inc.window)))  # type: ignore[union-attr]
+    root = _copy(nezha_slice, tmp_path)
+    day = root / "rca_data" / DAY
+    # the publisher's files overlap: one may hold the whole of the next minute's
+    shutil.copy(day / "log" / "13_32_log.csv.gz", day / "log" / "13_34_log.csv.gz")
+    shutil.copy(day / "trace" / "13_32_trace.csv.gz", day / "trace" / "13_34_trace.csv.gz")
+    (again,) = load_nezha(root)
+    inc2 = again.incident
+    logs = asyncio.run(inc2.sources.logs.records(LogQuery(inc2.window)))  # type: ignore[union-attr]
+    spans = asyncio.run(inc2.sources.traces.spans(SpanQuery(inc2.window)))  # type: ignore[union-attr]
+    assert len(logs) == len(before_logs) > 1000
+    assert len(spans) == len(before_spans) > 1000
+
+
+def test_the_fault_free_stretch_is_kept_apart_from_the_look_back(nezha_slice: Path) -> None:
+    (case,) = load_nezha(nezha_slice)
+    normal = case.incident.normal_for(Modality.LOGS)
+    assert normal is not None and normal.fault_free is not None and normal.fault_free.logs is not None
+    free = asyncio.run(normal.fault_free.logs.records(LogQuery(normal.window)))
+    # construct_data's stretch lies hours before the look-back and is read whole
+    assert free and all(r.time < normal.window.start for r in free)
+    traces = case.incident.normal_for(Modality.TRACES)
+    assert traces is not None and traces.fault_free is not None and traces.fault_free.traces is not None
