@@ -137,17 +137,25 @@ def normal_logs(lookback: Sequence[MinedLog], fault_free: Sequence[MinedLog]) ->
     """
     if not fault_free:
         return list(lookback)
+    known: dict[tuple[str, Severity], bool] = {}
+
+    def erring(m: MinedLog) -> bool:
+        key = (m.template, m.record.severity)
+        if key not in known:
+            known[key] = is_error(*key)
+        return known[key]
+
     free_lines: Counter[str] = Counter()
     free_errors: Counter[str] = Counter()
     for m in fault_free:
         free_lines[m.record.entity] += 1
-        free_errors[m.record.entity] += is_error(m.template, m.record.severity)
+        free_errors[m.record.entity] += erring(m)
     lines: Counter[tuple[str, int]] = Counter()
     errors: Counter[tuple[str, int]] = Counter()
     for m in lookback:
         key = (m.record.entity, int(m.record.time // 60))
         lines[key] += 1
-        errors[key] += is_error(m.template, m.record.severity)
+        errors[key] += erring(m)
     unhealthy = set()
     for (entity, minute), n in lines.items():
         if free_lines[entity]:

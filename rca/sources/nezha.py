@@ -217,6 +217,7 @@ class _Folder:
         self._metrics: list[Series] | None = None
         self._kpi: set[str] = set()
         self._minutes: dict[Path, list] = {}
+        self._merged: dict[tuple[Path, ...], list] = {}  # the same files read together, merged once
 
     def has(self, kind: str) -> bool:
         return bool(csv_files(self.path / kind))
@@ -250,21 +251,31 @@ class _Folder:
         The publisher's minute files overlap (one may hold the whole of the next), so a
         record met again in another file is the same line or span, not a second one.
         """
+        files = tuple(self._minute_files(kind, window))
+        with self._lock:
+            merged = self._merged.get(files)
+        if merged is not None:
+            return merged
         reader = read_logs if kind == "log" else read_spans
         identity = _log_identity if kind == "log" else _span_identity
-        out: list = []
+        merged = []
         seen: set[tuple] = set()
-        for f in self._minute_files(kind, window):
+        for f in files:
             with self._lock:
                 if f not in self._minutes:
                     self._minutes[f] = reader(f)  # type: ignore[assignment]
                 records = self._minutes[f]
+            if len(files) == 1:
+                merged = list(records)
+                break
             for r in records:
                 key = identity(r)
                 if key not in seen:
                     seen.add(key)
-                    out.append(r)
-        return out
+                    merged.append(r)
+        with self._lock:
+            self._merged[files] = merged
+        return merged
 
     def covered(self, kind: str) -> Window | None:
         """The time covered by a kind's minute files, from their names."""
