@@ -198,6 +198,10 @@ class Normal:
     # normal themselves, such as the tail of an earlier incident
     fault_free: Sources | None = None
 
+    def parts(self) -> tuple[Sources, ...]:
+        """The look-back's sources, then the fault-free stretch's where there is one."""
+        return (self.sources,) if self.fault_free is None else (self.sources, self.fault_free)
+
 
 @dataclass(frozen=True, slots=True)
 class Incident:

@@ -150,11 +150,10 @@ def normal_logs(lookback: Sequence[MinedLog], fault_free: Sequence[MinedLog]) ->
     for m in fault_free:
         free_lines[m.record.entity] += 1
         free_errors[m.record.entity] += erring(m)
-    lines: Counter[tuple[str, int]] = Counter()
+    minutes = [(m.record.entity, int(m.record.time // 60)) for m in lookback]
+    lines = Counter(minutes)
     errors: Counter[tuple[str, int]] = Counter()
-    for m in lookback:
-        key = (m.record.entity, int(m.record.time // 60))
-        lines[key] += 1
+    for key, m in zip(minutes, lookback, strict=True):
         errors[key] += erring(m)
     unhealthy = set()
     for (entity, minute), n in lines.items():
@@ -162,5 +161,4 @@ def normal_logs(lookback: Sequence[MinedLog], fault_free: Sequence[MinedLog]) ->
             expected = n * free_errors[entity] / free_lines[entity]
             if errors[(entity, minute)] > expected + UNHEALTHY_Z * math.sqrt(expected + 1.0):
                 unhealthy.add((entity, minute))
-    kept = [m for m in lookback if (m.record.entity, int(m.record.time // 60)) not in unhealthy]
-    return list(fault_free) + kept
+    return list(fault_free) + [m for key, m in zip(minutes, lookback, strict=True) if key not in unhealthy]

@@ -23,7 +23,7 @@ from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.logs import TemplateShift, is_error, mine, new_miner, normal_logs, template_shifts
 from rca.evidence.metrics import MetricShift, metric_shifts
 from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
-from rca.model import Incident, LogRecord, Modality
+from rca.model import Incident, Modality
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
@@ -178,16 +178,13 @@ class Toolbox:
                 src = self.incident.sources.logs
                 if src is not None:
                     normal = self.incident.normal_for(Modality.LOGS)
-                    back_records: list[LogRecord] = []
-                    free_records: list[LogRecord] = []
-                    back = normal.sources.logs if normal is not None else None
-                    free = normal.fault_free.logs if normal is not None and normal.fault_free is not None else None
-                    if normal is not None and back is not None:
-                        back_records = await self._read("logs", back.records(LogQuery(normal.window)), [])
-                    if normal is not None and free is not None:
-                        free_records = await self._read("logs", free.records(LogQuery(normal.window)), [])
-                    if back is None and free is None:
+                    window = normal.window if normal is not None else self.incident.window
+                    readers = [p.logs for p in normal.parts()] if normal is not None else []
+                    if not any(readers):
                         self.missing.append("normal logs: absent, every template counts as new")
+                    reads = [await self._read("logs", r.records(LogQuery(window)), []) if r is not None else [] for r in readers]
+                    back_records = reads[0] if reads else []  # the look-back's
+                    free_records = reads[1] if len(reads) > 1 else []  # the fault-free stretch's
                     now_records = await self._read("logs", src.records(LogQuery(self.incident.window)), [])
                     miner = new_miner()
                     mined_back, mined_free, now = await asyncio.to_thread(
@@ -241,12 +238,9 @@ class Toolbox:
                 src = self.incident.sources.traces
                 if src is not None:
                     normal = self.incident.normal_for(Modality.TRACES)
-                    ref_spans = []
-                    parts = (normal.sources, normal.fault_free) if normal is not None else ()
-                    readers = [p.traces for p in parts if p is not None and p.traces is not None]
-                    for reader in readers:
-                        assert normal is not None
-                        ref_spans += await self._read("traces", reader.spans(SpanQuery(normal.window)), [])
+                    window = normal.window if normal is not None else self.incident.window
+                    readers = [p.traces for p in normal.parts() if p.traces is not None] if normal is not None else []
+                    ref_spans = [s for r in readers for s in await self._read("traces", r.spans(SpanQuery(window)), [])]
                     if not readers:
                         self.missing.append("normal traces: absent, no latency baseline")
                     now_spans = await self._read("traces", src.spans(SpanQuery(self.incident.window)), [])

@@ -240,9 +240,10 @@ class _Folder:
         return tuple(sorted(self._kpi))
 
     def _minute_files(self, kind: str, window: Window | None) -> Iterator[Path]:
+        reach = None if window is None else Window(window.start, window.end + MINUTE_FILE_REACH)
         for f in csv_files(self.path / kind):
             span = minute_of(f, self.day)
-            if window is None or span is None or span.overlaps(Window(window.start, window.end + MINUTE_FILE_REACH)):
+            if reach is None or span is None or span.overlaps(reach):
                 yield f
 
     def minute_records(self, kind: str, window: Window | None) -> list:
@@ -265,9 +266,6 @@ class _Folder:
                 if f not in self._minutes:
                     self._minutes[f] = reader(f)  # type: ignore[assignment]
                 records = self._minutes[f]
-            if len(files) == 1:
-                merged = list(records)
-                break
             for r in records:
                 key = identity(r)
                 if key not in seen:
@@ -276,6 +274,11 @@ class _Folder:
         with self._lock:
             self._merged[files] = merged
         return merged
+
+    def whole(self, kind: str, entities: tuple[str, ...]) -> list:
+        """Every record of a kind, whatever its time, of the given entities (all when none)."""
+        wanted = set(entities)
+        return [r for r in self.minute_records(kind, None) if not wanted or r.entity in wanted]
 
     def covered(self, kind: str) -> Window | None:
         """The time covered by a kind's minute files, from their names."""
@@ -305,8 +308,7 @@ class _FolderLogs:
 
     async def records(self, query: LogQuery) -> list[LogRecord]:
         if self._whole:
-            wanted = set(query.entities)
-            return [r for r in self._folder.minute_records("log", None) if not wanted or r.entity in wanted]
+            return self._folder.whole("log", query.entities)
         return await InMemoryLogs(self._folder.minute_records("log", query.window)).records(query)
 
 
@@ -319,8 +321,7 @@ class _FolderTraces:
 
     async def spans(self, query: SpanQuery) -> list[Span]:
         if self._whole:
-            wanted = set(query.entities)
-            return [s for s in self._folder.minute_records("trace", None) if not wanted or s.entity in wanted]
+            return self._folder.whole("trace", query.entities)
         return await InMemoryTraces(self._folder.minute_records("trace", query.window)).spans(query)
 
 
