@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 
@@ -42,6 +42,9 @@ class Shared:
     node_ids: itertools.count[int]
     hypotheses_cache: dict[frozenset[EvidenceId], tuple[Hypothesis, ...]]
     seen_hypotheses: set[tuple[str, str]]
+    # actions that found no data (or an unavailable source) in any branch of any agent: the
+    # same call answers the same way, so no branch spends its budget on them again
+    futile: set[str] = field(default_factory=set)
 
     def hypotheses(self, ids: frozenset[EvidenceId]) -> tuple[Hypothesis, ...]:
         cached = self.hypotheses_cache.get(ids)
@@ -91,7 +94,7 @@ class AgentSearch:
             agent=self.kind, symptom=self.shared.symptom, window=self.shared.window,
             graph=self.shared.graph, scope=scope,
             evidence=tuple(self.shared.registry[i] for i in sorted(evidence_ids, key=_id_order)),
-            hypotheses=self.shared.hypotheses(evidence_ids), tried=frozenset(node.actions_taken()),
+            hypotheses=self.shared.hypotheses(evidence_ids), tried=frozenset(node.actions_taken()) | self.shared.futile,
             leads=leads, tools=self.shared.tools, handoff=self.handoff_summary,
         )  # fmt: skip
 
@@ -163,6 +166,8 @@ class AgentSearch:
             result = ToolResult("neighbours", action.target, f"graph neighbours of {action.target}", (), "ok", tuple(sorted(hood)))
         else:
             result = ToolResult("onsets", "scope", "order anomalous entities by onset", (), "ok", _by_onset(state))
+        if result.status != "ok" and action.tool in (Tool.METRICS, Tool.LOGS, Tool.SPANS, Tool.SCAN):
+            self.shared.futile.add(action.signature)
         for ev in result.evidence:
             self.shared.registry[ev.id] = ev
         return result
