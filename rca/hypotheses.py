@@ -9,9 +9,10 @@ in any call graph:
   graph and anomalous no later than it, is a victim rather than a cause;
 - an endpoint seen only from outside (no calls, no telemetry of its own) whose anomaly moves
   with a sibling callee's is that sibling seen from the caller;
-- an anomaly already under way when the window opened belongs to an earlier incident more
-  likely than to this one, and one that began more than a sample after the symptom alerted
-  followed the symptom rather than caused it.
+- an anomaly already under way when the window opened, or over well before it closed,
+  belongs to another incident more likely than to this one, and one that began more than a
+  sample after the symptom alerted followed the symptom rather than caused it;
+- a callee explains a caller's anomaly only while its own goes on.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class ScoringConfig:
     """Constants of the hypothesis value; the same for every system."""
 
     stale_share: float = 0.2  # onsets in the first fifth of the window are "already under way"
+    ended_share: float = 0.2  # an anomaly over before the window's last fifth is "already past"
     stale_weight: float = 0.4
     victim_factor: float = 0.55  # a service explained by an anomalous callee keeps this share
     victim_ratio: float = 0.7  # the callee must carry at least this share of the value
@@ -106,6 +108,8 @@ def _weight(ev: Evidence, window: Window, cfg: ScoringConfig, alert_time: float 
         return 1.0 if ev.modality.value == "logs" else cfg.stale_weight + 0.3
     if ev.onset < window.start + cfg.stale_share * window.seconds:
         return cfg.stale_weight
+    if ev.until is not None and ev.until < window.end - cfg.ended_share * window.seconds:
+        return cfg.stale_weight
     if alert_time is not None and ev.onset > alert_time + max(ONSET_TOLERANCE, _profile_step([ev])):
         return cfg.stale_weight
     return 1.0
@@ -154,6 +158,9 @@ def _components(
             key = "exc" if exc else "logerr"
             log_mass[(ev.entity, key)] += w * ev.score
             sig.cites[key].append(ev.id)
+        elif ev.kind is EvidenceKind.LOG_PATH_CUT:
+            log_mass[(ev.entity, "cut")] += w * ev.score
+            sig.cites["cut"].append(ev.id)
         elif ev.kind is EvidenceKind.LOG_FREQUENCY_SHIFT and ev.direction < 0:
             log_mass[(ev.entity, "logdrop")] += ev.score
             sig.cites["logdrop"].append(ev.id)
@@ -161,8 +168,8 @@ def _components(
             log_mass[(ev.entity, "lognew")] += w * ev.score
             sig.cites["lognew"].append(ev.id)
     for (entity, key), mass in log_mass.items():
-        scale = {"exc": 2.0, "logerr": 5.0, "lognew": 20.0, "logdrop": 2.0}[key]
-        out[entity].parts[key] = saturate(mass, scale)
+        part = _LOG_PART.get(key, key)
+        out[entity].parts[part] = max(out[entity].parts[part], saturate(mass, _LOG_SCALE[key]))
     _keep_what_stands_out(out, cfg.background_quantile, population)
     for sig in out.values():
         for part in list(sig.parts):
@@ -170,11 +177,17 @@ def _components(
     return out
 
 
+# the summed log deviation at which a log component reaches 63%
+_LOG_SCALE = {"exc": 2.0, "logerr": 5.0, "lognew": 20.0, "logdrop": 2.0, "cut": 8.0}
+# a code path cut short within traces and one that fell silent overall are one component
+_LOG_PART = {"cut": "logdrop"}
+
+
 # How much a component, once it stands out, points at its own service rather than at the
 # load or at a neighbour: exceptions thrown and delays on every call of a service are its
 # own; latency, traffic, I/O counters and error logs also move in its callers.
 SPECIFICITY: dict[str, float] = {
-    "exc": 1.0, "gap": 1.0, "gap_out": 0.9, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logdrop": 0.8, "logerr": 0.7, "err": 0.6,
+    "exc": 1.0, "cut": 1.0, "gap": 1.0, "gap_out": 0.9, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logdrop": 0.8, "logerr": 0.7, "err": 0.6,
     "lat": 0.5, "traffic": 0.2, "disk": 0.4, "net": 0.4, "lognew": 0.4, "loss": 0.8,
 }  # fmt: skip
 
@@ -219,14 +232,14 @@ _GATES: dict[FaultType, tuple[str, ...]] = {
     FaultType.DISK: ("disk",),
     FaultType.NETWORK_DELAY: ("gap", "lat", "net"),
     FaultType.NETWORK_LOSS: ("loss",),
-    FaultType.EXCEPTION: ("exc", "err", "logdrop"),
+    FaultType.EXCEPTION: ("exc", "err", "logdrop", "cut"),
     FaultType.WRONG_RESULT: ("logerr",),
     FaultType.OVERLOAD: ("traffic",),
 }
 
 
 _MODALITY_OF_PART: dict[str, Modality] = {
-    "exc": Modality.LOGS, "logerr": Modality.LOGS, "logdrop": Modality.LOGS, "lognew": Modality.LOGS,
+    "exc": Modality.LOGS, "cut": Modality.LOGS, "logerr": Modality.LOGS, "logdrop": Modality.LOGS, "lognew": Modality.LOGS,
     "gap": Modality.TRACES, "gap_out": Modality.TRACES, "own": Modality.TRACES,
 }  # fmt: skip
 
@@ -266,7 +279,7 @@ def score_hypotheses(
         downstream = nx.descendants(graph, symptom) | {symptom}
         values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
     values = _discount_endpoints(values, evidence, graph, faults, config)
-    adjusted = _discount_victims(values, comps, graph, config, faults, earliest_onsets(evidence))
+    adjusted = _discount_victims(values, comps, graph, config, faults, earliest_onsets(evidence), _active(evidence))
     strength = {e: max((ev.score for ev in evidence if ev.entity == e), default=0.0) for e in adjusted}
     # values equal to three places (saturated signals) are told apart by the raw deviation
     ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]], kv[0]))
@@ -365,12 +378,30 @@ def _discount_endpoints(
     return out
 
 
+def _active(evidence: Sequence[Evidence]) -> dict[str, list[tuple[float, float | None]]]:
+    """Per entity, the (onset, until) of each anomaly whose onset is known (until None: it
+    went on to the end of the window)."""
+    out: dict[str, list[tuple[float, float | None]]] = defaultdict(list)
+    for ev in evidence:
+        if ev.onset is not None:
+            out[ev.entity].append((ev.onset, ev.until))
+    return out
+
+
+def _was_active(intervals: Sequence[tuple[float, float | None]], when: float | None) -> bool:
+    """Some anomaly of these had begun by `when` and not yet ended (unknown times do not object)."""
+    if not intervals or when is None:
+        return True
+    return any(in_causal_order(onset, when) and (until is None or until >= when - ONSET_TOLERANCE)
+               for onset, until in intervals)  # fmt: skip
+
+
 def _discount_victims(
     values: dict[str, float], comps: dict[str, _Signals], graph: nx.DiGraph, cfg: ScoringConfig,
-    faults: dict[str, FaultType], onsets: dict[str, float],
+    faults: dict[str, FaultType], onsets: dict[str, float], active: dict[str, list[tuple[float, float | None]]],
 ) -> dict[str, tuple[float, str]]:
     """A service keeps part of its value when an anomalous callee, whose anomaly began no
-    later than its own, can explain it."""
+    later than its own and had not ended when its own began, can explain it."""
     out: dict[str, tuple[float, str]] = {}
     erring = (FaultType.EXCEPTION, FaultType.WRONG_RESULT)
     for entity, value in values.items():
@@ -385,7 +416,7 @@ def _discount_victims(
                 return cfg.error_victim_ratio if faults.get(d) in erring else cfg.mismatch_victim_ratio
 
             culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)
-                        and in_causal_order(onsets.get(d), onsets.get(entity))]  # fmt: skip
+                        and _was_active(active.get(d, []), onsets.get(entity))]  # fmt: skip
             if culprits:
                 top = max(culprits, key=lambda d: values[d])
                 erred = faults.get(entity) in erring and faults.get(top) in erring

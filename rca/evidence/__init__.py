@@ -18,6 +18,7 @@ class EvidenceKind(StrEnum):
     LOG_NEW_TEMPLATE = "log_new_template"
     LOG_ERROR_SHIFT = "log_error_shift"
     LOG_FREQUENCY_SHIFT = "log_frequency_shift"
+    LOG_PATH_CUT = "log_path_cut"  # a service wrote the first of two lines it writes together, not the second
     TRACE_SELF_TIME = "trace_self_time"
     TRACE_EDGE_LATENCY = "trace_edge_latency"
     TRACE_ERRORS = "trace_errors"
@@ -43,6 +44,7 @@ class Evidence:
     onset: float | None = None
     direction: int = 1  # +1 the value rose, -1 it fell
     profile: tuple[tuple[float, float], ...] = ()  # (time, robust z): the shape of a metric shift
+    until: float | None = None  # when the anomaly was last seen, where it ended inside the window
 
     def __post_init__(self) -> None:
         # stored at the precision the trace keeps, so a replay from JSON sees the same numbers
@@ -54,7 +56,7 @@ class Evidence:
             "entity": self.entity, "subject": self.subject, "score": self.score,
             "signal": self.signal.value, "query": self.query, "detail": self.detail,
             "onset": self.onset, "direction": self.direction,
-            "profile": [list(p) for p in self.profile],
+            "profile": [list(p) for p in self.profile], "until": self.until,
         }  # fmt: skip
 
 

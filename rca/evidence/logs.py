@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from drain3 import TemplateMiner
@@ -42,8 +42,16 @@ class MinedLog:
     template: str
 
 
+MAX_LOCATION = 200
+
+
 def mine(miner: TemplateMiner, records: Sequence[LogRecord]) -> list[MinedLog]:
-    """Each record with its template; the same miner keeps ids stable across calls."""
+    """Each record with its template; the same miner keeps ids stable across calls.
+
+    Where the format names the code location, lines of one template written at two places
+    are two templates: two code paths that print alike (a loop's first and last step, say)
+    stop apart when one of them is cut short.
+    """
     out = []
     cache: dict[str, tuple[str, str]] = {}
     for r in records:
@@ -54,7 +62,8 @@ def mine(miner: TemplateMiner, records: Sequence[LogRecord]) -> list[MinedLog]:
             result = miner.add_log_message(text)
             hit = (f"T{result['cluster_id']}", str(result["template_mined"]))
             cache[key] = hit
-        out.append(MinedLog(r, hit[0], hit[1]))
+        template_id = f"{hit[0]}@{r.location[:MAX_LOCATION]}" if r.location else hit[0]
+        out.append(MinedLog(r, template_id, hit[1]))
     return out
 
 
@@ -71,7 +80,8 @@ class TemplateShift:
     expected_per_min: float  # the normal rate scaled by the service's change of volume
     is_new: bool
     score: float
-    first_seen: float
+    onset: float  # when the change began: the start of its run of excess (or of silence); nan if none
+    until: float  # when that run ended (the window's last bin if it goes on)
 
 
 def _minutes(logs: Sequence[MinedLog]) -> float:
@@ -87,38 +97,75 @@ def is_error(template: str, severity: Severity) -> bool:
     return severity >= Severity.WARNING or any(w in template.lower() for w in _ERROR_WORDS)
 
 
+ONSET_BIN_SECONDS = 10.0
+
+
+def _anomalous_run(counts: Mapping[int, int], expected: Mapping[int, float], direction: int) -> tuple[int, int] | None:
+    """The first and last bin of the run where the template departs most from its expected
+    counts (Kadane's maximum-sum run of the excess, or of the deficit when direction < 0); a
+    bin counts toward the run only by what exceeds half a Poisson deviation, so that a drift
+    of the shares (another template's change) starts no run."""
+    best, found, run, run_start = 0.0, None, 0.0, 0
+    for b in sorted(set(counts) | set(expected)):
+        e = expected.get(b, 0.0)
+        d = direction * (counts.get(b, 0) - e) - 0.5 * math.sqrt(e + 1.0)
+        if run <= 0:
+            run, run_start = 0.0, b
+        run += d
+        if run > best:
+            best, found = run, (run_start, b)
+    return found
+
+
+def _interval(run: tuple[int, int] | None) -> tuple[float, float]:
+    """A run of bins as (onset, until) in seconds; nan where there is none."""
+    if run is None:
+        return math.nan, math.nan
+    return run[0] * ONSET_BIN_SECONDS, (run[1] + 1) * ONSET_BIN_SECONDS
+
+
 def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list[TemplateShift]:
     """Per (service, template): the rate change, scored as a Poisson deviation.
 
     Rates are scaled by the change of the service's total volume, so that more traffic alone
     is not an anomaly; a template never seen in the normal period counts as new, and one
-    that stopped keeps its text so that its silence can be shown.
+    that stopped keeps its text so that its silence can be shown. Its onset is where, bin by
+    bin, the template's count begins to depart from its normal share of the service's lines.
     """
     n_min, c_min = _minutes(normal), _minutes(now)
     base = Counter((m.record.entity, m.template_id) for m in normal)
     base_total = Counter(m.record.entity for m in normal)
     now_count: Counter[tuple[str, str]] = Counter()
     now_total: Counter[str] = Counter()
-    info: dict[tuple[str, str], tuple[str, Severity, float]] = {}
-    for m in normal:  # a template that stopped keeps its text and severity, with no first sighting
-        info.setdefault((m.record.entity, m.template_id), (m.template, m.record.severity, math.nan))
+    info: dict[tuple[str, str], tuple[str, Severity]] = {}
+    for m in normal:  # a template that stopped keeps its text and severity
+        info.setdefault((m.record.entity, m.template_id), (m.template, m.record.severity))
+    bins: dict[tuple[str, str], Counter[int]] = {}
+    service_bins: dict[str, Counter[int]] = {}
     for m in now:
         key = (m.record.entity, m.template_id)
         now_count[key] += 1
         now_total[m.record.entity] += 1
-        t, sev, first = info.get(key, (m.template, m.record.severity, m.record.time))
-        info[key] = (t, max(sev, m.record.severity), m.record.time if math.isnan(first) else min(first, m.record.time))
+        b = int(m.record.time // ONSET_BIN_SECONDS)
+        bins.setdefault(key, Counter())[b] += 1
+        service_bins.setdefault(m.record.entity, Counter())[b] += 1
+        t, sev = info.get(key, (m.template, m.record.severity))
+        info[key] = (t, max(sev, m.record.severity))
     out = []
     for key in set(now_count) | set(base):
         entity, tid = key
-        template, sev, first = info.get(key, ("", Severity.UNKNOWN, math.nan))
+        template, sev = info.get(key, ("", Severity.UNKNOWN))
         normal_rate = base[key] / n_min
         volume = (now_total[entity] / c_min) / (base_total[entity] / n_min) if base_total[entity] and now_total[entity] else 1.0
         expected = normal_rate * c_min * min(max(volume, 0.2), 5.0)
         observed = now_count[key]
         score = (observed - expected) / math.sqrt(expected + 1.0)
+        share = base[key] / base_total[entity] if base_total[entity] else 0.0
+        lines = service_bins.get(entity, Counter())
+        onset, until = _interval(_anomalous_run(bins.get(key, Counter()), {b: share * n for b, n in lines.items()},
+                                                1 if score >= 0 else -1))  # fmt: skip
         out.append(TemplateShift(entity, tid, template, sev, observed / c_min, normal_rate,
-                                 expected / c_min, normal_rate == 0 and observed > 0, score, first))  # fmt: skip
+                                 expected / c_min, normal_rate == 0 and observed > 0, score, onset, until))  # fmt: skip
     return sorted(out, key=lambda s: -abs(s.score))
 
 
@@ -162,3 +209,102 @@ def normal_logs(lookback: Sequence[MinedLog], fault_free: Sequence[MinedLog]) ->
             if errors[(entity, minute)] > expected + UNHEALTHY_Z * math.sqrt(expected + 1.0):
                 unhealthy.add((entity, minute))
     return list(fault_free) + [m for key, m in zip(minutes, lookback, strict=True) if key not in unhealthy]
+
+
+# A code path: two templates a service writes in the same trace; in the normal period the
+# second follows the first in at least this share of the traces that wrote the first, over at
+# least this many traces.
+PATH_MIN_SHARE = 0.95
+PATH_MIN_TRACES = 10
+# a trace this close to an edge of the window may have been cut by the window, not the code
+PATH_EDGE_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class CutPath:
+    """A code path a service stopped finishing: traces that wrote `first` but not `then`."""
+
+    entity: str
+    first: MinedLog  # one line of each, for their templates
+    then: MinedLog
+    traces: int  # traces in the window that wrote `first`
+    cut: int  # of which did not write `then`
+    normal_share: float  # share of such traces that wrote `then` in the normal period
+    score: float
+    onset: float
+    until: float
+
+
+def _by_trace(logs: Sequence[MinedLog]) -> dict[tuple[str, str], dict[str, MinedLog]]:
+    """Per (service, trace): each template's first line."""
+    out: dict[tuple[str, str], dict[str, MinedLog]] = {}
+    for m in logs:
+        if m.record.trace_id:
+            seen = out.setdefault((m.record.entity, m.record.trace_id), {})
+            if m.template_id not in seen or m.record.time < seen[m.template_id].record.time:
+                seen[m.template_id] = m
+    return out
+
+
+def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: tuple[float, float]) -> list[CutPath]:
+    """Code paths cut short: where logs carry trace ids, pairs of templates one service
+    writes together in (nearly) every normal trace, now written apart.
+
+    A thrown exception or an early return stops a service's code between two of its log
+    lines; the first keeps coming and the second goes missing in the same requests, while
+    callers that fail because of it still write both of theirs. Scored as a Poisson
+    deviation of the traces missing the second line; the onset is where those traces
+    begin to exceed what the normal share predicts.
+    """
+    with_first: Counter[tuple[str, str]] = Counter()
+    together: Counter[tuple[str, str, str]] = Counter()
+    normal_traces = _by_trace(normal)
+    for (entity, _), seen in normal_traces.items():
+        for a in seen:
+            with_first[(entity, a)] += 1
+    for (entity, _), seen in normal_traces.items():
+        frequent = [a for a in seen if with_first[(entity, a)] >= PATH_MIN_TRACES]
+        for a in frequent:
+            for b in frequent:
+                if a != b:
+                    together[(entity, a, b)] += 1
+    follows: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    for (entity, a, b), n in together.items():
+        share = n / with_first[(entity, a)]
+        if share >= PATH_MIN_SHARE:
+            follows.setdefault((entity, a), []).append((b, share))
+    traces: Counter[tuple[str, str, str]] = Counter()
+    cut: Counter[tuple[str, str, str]] = Counter()
+    bins: dict[tuple[str, str, str], tuple[Counter[int], Counter[int]]] = {}
+    lines: dict[tuple[str, str], MinedLog] = {}
+    start, end = window[0] + PATH_EDGE_SECONDS, window[1] - PATH_EDGE_SECONDS
+    for (entity, _), seen in _by_trace(now).items():
+        times = [m.record.time for m in seen.values()]
+        if min(times) < start or max(times) > end:
+            continue
+        for a, first in seen.items():
+            for b, _share in follows.get((entity, a), ()):
+                key = (entity, a, b)
+                traces[key] += 1
+                all_, missing = bins.setdefault(key, (Counter(), Counter()))
+                t = int(first.record.time // ONSET_BIN_SECONDS)
+                all_[t] += 1
+                lines.setdefault((entity, a), first)
+                if b not in seen:
+                    cut[key] += 1
+                    missing[t] += 1
+    for m in normal:  # the line that went missing, to show its template
+        lines.setdefault((m.record.entity, m.template_id), m)
+    best: dict[tuple[str, str], CutPath] = {}
+    shares = {(e, a, b): s for (e, a), bs in follows.items() for b, s in bs}
+    for key, n in traces.items():
+        entity, a, b = key
+        share = shares[key]
+        expected = n * (1.0 - share)
+        score = (cut[key] - expected) / math.sqrt(expected + 1.0)
+        if cut[key] == 0 or ((entity, a) in best and best[(entity, a)].score >= score):
+            continue
+        all_, missing = bins[key]
+        onset, until = _interval(_anomalous_run(missing, {t: k * (1.0 - share) for t, k in all_.items()}, 1))
+        best[(entity, a)] = CutPath(entity, lines[(entity, a)], lines[(entity, b)], n, cut[key], share, score, onset, until)
+    return sorted(best.values(), key=lambda c: -c.score)

@@ -20,7 +20,16 @@ import numpy as np
 
 from rca.errors import DataError
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.evidence.logs import TemplateShift, is_error, mine, new_miner, normal_logs, template_shifts
+from rca.evidence.logs import (
+    CutPath,
+    TemplateShift,
+    cut_paths,
+    is_error,
+    mine,
+    new_miner,
+    normal_logs,
+    template_shifts,
+)
 from rca.evidence.metrics import MetricShift, metric_shifts
 from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
 from rca.model import Incident, Modality
@@ -31,6 +40,7 @@ T = TypeVar("T")
 
 METRIC_MIN_Z = 3.0
 LOG_MIN_Z = 3.0
+MAX_CUTS = 2  # code paths cut short, per service
 TRACE_MIN_Z = 3.0
 READ_TIMEOUT = 120.0  # the longest any one backend read may take; each source bounds its own queries first
 LOCAL_SHARE = 0.25  # without an alert time, the window's first quarter is its recent past
@@ -58,6 +68,7 @@ class Toolbox:
         self._lock = asyncio.Lock()
         self._metrics: dict[str, list[MetricShift]] | None = None
         self._logs: dict[str, list[TemplateShift]] | None = None
+        self._cuts: dict[str, list[CutPath]] = {}
         self._own: dict[str, LatencyShift] | None = None
         self._gaps: dict[str, LatencyShift] | None = None
         self._graph: nx.DiGraph | None = None
@@ -190,8 +201,12 @@ class Toolbox:
                     mined_back, mined_free, now = await asyncio.to_thread(
                         lambda: (mine(miner, back_records), mine(miner, free_records), mine(miner, now_records))
                     )
-                    for t in template_shifts(normal_logs(mined_back, mined_free), now):
+                    normal_mined = normal_logs(mined_back, mined_free)
+                    for t in template_shifts(normal_mined, now):
                         self._logs.setdefault(t.entity, []).append(t)
+                    window = self.incident.window
+                    for c in await asyncio.to_thread(cut_paths, normal_mined, now, (window.start, window.end)):
+                        self._cuts.setdefault(c.entity, []).append(c)
             return self._logs
 
     async def logs(self, entity: str) -> ToolResult:
@@ -226,8 +241,17 @@ class Toolbox:
                 id=self._next_id(), modality=Modality.LOGS, kind=kind, entity=entity,
                 subject=t.template_id, score=t.score, signal=signal, query=query,
                 detail=f"{t.severity.name} '{t.template[:160]}' {t.now_per_min:.1f}/min ({state})",
-                onset=t.first_seen if np.isfinite(t.first_seen) else None,
+                onset=t.onset if np.isfinite(t.onset) else None, until=t.until if np.isfinite(t.until) else None,
             ))  # fmt: skip
+        cuts = [Evidence(
+            id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_PATH_CUT, entity=entity,
+            subject=f"{c.first.template_id}->{c.then.template_id}", score=c.score, signal=Signal.OTHER,
+            query=query, direction=-1, onset=c.onset if np.isfinite(c.onset) else None,
+            until=c.until if np.isfinite(c.until) else None,
+            detail=f"{c.cut} of {c.traces} traces wrote '{c.first.template[:80]}' without "
+            f"'{c.then.template[:80]}' (normally {c.normal_share:.0%} wrote both)",
+        ) for c in self._cuts.get(entity, [])[:MAX_CUTS] if c.score >= LOG_MIN_Z]  # fmt: skip
+        items = cuts + items
         return ToolResult("logs", entity, query, tuple(items[:8]), "ok" if shifts else "no_data")
 
     # -- traces ------------------------------------------------------------------------

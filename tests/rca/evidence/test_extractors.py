@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.evidence.logs import mine, new_miner, normal_logs, template_shifts
+from rca.evidence.logs import cut_paths, mine, new_miner, normal_logs, template_shifts
 from rca.evidence.metrics import robust_z, shift_of
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import timings
@@ -134,6 +134,67 @@ def test_a_template_that_stopped_keeps_its_text() -> None:
     assert stopped.severity is Severity.INFO and not stopped.is_new
 
 
+
+def test_a_template_s_onset_is_where_it_departs_from_its_share() -> None:
+    # a steady service: "served" and "queried" alike every second; at 300 s "queried" doubles,
+    # and at 200 s "checked" (a tenth of the lines) stops
+    def window() -> list[LogRecord]:
+        out = []
+        for t in range(600):
+            out.append(LogRecord(1000.0 + t, "svc", Severity.INFO, "served"))
+            out.extend(LogRecord(1000.0 + t + 0.5 * k, "svc", Severity.INFO, "queried") for k in range(2 if t >= 300 else 1))
+            if t % 10 == 0 and t < 200:
+                out.append(LogRecord(1000.0 + t, "svc", Severity.INFO, "checked"))
+        return out
+
+    normal = [r for t in range(600) for r in (LogRecord(t, "svc", Severity.INFO, "served"), LogRecord(t, "svc", Severity.INFO, "queried"))]
+    normal += [LogRecord(float(t), "svc", Severity.INFO, "checked") for t in range(0, 600, 10)]
+    miner = new_miner()
+    shifts = {s.template: s for s in template_shifts(mine(miner, normal), mine(miner, window()))}
+    assert abs(shifts["queried"].onset - 1300.0) <= 20  # not the window's first line at 1000
+    assert shifts["checked"].score < -3 and abs(shifts["checked"].onset - 1200.0) <= 20
+
+
+def test_a_code_path_cut_short_within_traces() -> None:
+    # each request: the caller writes "calling", the service "start" then "done"; from 300 s
+    # on, the service's code throws between them in every other request
+    def requests(t0: float, n: int, cut_from: float | None) -> list[LogRecord]:
+        out = []
+        for i in range(n):
+            t, tid = t0 + 2.0 * i, f"{t0:.0f}-{i}"
+            cut = cut_from is not None and t >= cut_from and i % 2 == 0
+            out += [LogRecord(t, "caller", Severity.INFO, "calling svc", tid),
+                    LogRecord(t + 0.1, "svc", Severity.INFO, f"start order {i}", tid)]  # fmt: skip
+            if not cut:
+                out.append(LogRecord(t + 0.2, "svc", Severity.INFO, f"done order {i} in 5 ms", tid))
+            out.append(LogRecord(t + 0.3, "caller", Severity.INFO, "svc answered", tid))
+        return out
+
+    miner = new_miner()
+    normal = mine(miner, requests(0.0, 200, None))
+    now = mine(miner, requests(1000.0, 300, 1300.0))
+    (cut,) = [c for c in cut_paths(normal, now, (1000.0, 1600.0)) if c.score > 3]
+    assert cut.entity == "svc" and "start" in cut.first.template and "done" in cut.then.template
+    assert 1290.0 <= cut.onset <= 1320.0 and cut.cut >= 0.4 * (cut.traces - 150)
+    # a window that opens or closes in the middle of requests cuts nothing
+    assert all(c.score <= 3 for c in cut_paths(normal, mine(miner, requests(1000.0, 300, None)), (1000.4, 1599.5)))
+
+
+def test_a_template_s_run_ends_where_its_excess_ends() -> None:
+    normal = [LogRecord(float(t), "svc", Severity.INFO, "served") for t in range(600)]
+    now = [LogRecord(1000.0 + t, "svc", Severity.INFO, "served") for t in range(600)]
+    now += [LogRecord(1100.0 + t, "svc", Severity.ERROR, "timeout calling db") for t in range(0, 100, 2)]
+    miner = new_miner()
+    (err,) = [s for s in template_shifts(mine(miner, normal), mine(miner, now)) if "timeout" in s.template]
+    assert abs(err.onset - 1100.0) <= 10 and abs(err.until - 1200.0) <= 10
+
+
+def test_one_text_written_at_two_code_locations_is_two_templates() -> None:
+    recs = [LogRecord(float(i), "svc", Severity.INFO, f"calculate time {i}", location=f"Impl#{366 + 6 * (i % 2)}")
+            for i in range(20)]  # fmt: skip
+    ids = {m.record.location: m.template_id for m in mine(new_miner(), recs)}
+    assert len(set(ids.values())) == 2 and all(loc in tid for loc, tid in ids.items())
+
 def test_a_look_back_minute_with_an_error_burst_is_not_normal() -> None:
     def recs(svc: str, minute: int, ok: int, errors: int) -> list[LogRecord]:
         return [LogRecord(minute * 60.0 + i, svc, Severity.INFO, f"served order {i}") for i in range(ok)] + [
@@ -158,6 +219,15 @@ def test_a_repeated_fault_is_measured_against_the_fault_free_stretch(shared_data
     result = asyncio.run(Toolbox(case.incident).logs(case.label.service))
     errors = [e for e in result.evidence if e.kind is EvidenceKind.LOG_ERROR_SHIFT]
     assert errors and max(e.score for e in errors) > 5
+
+
+def test_an_exception_the_service_does_not_log_cuts_its_code_path(shared_datasets: Path) -> None:
+    """An exception injected into travel2 at 10:26: it logs no error of its own, but the
+    line after the failing call goes missing from the requests that reach it."""
+    case = next(c for c in find_cases(shared_datasets / "nezha-trainticket") if c.id.endswith("2023-01-29/10:26:20"))
+    result = asyncio.run(Toolbox(case.incident).logs(case.label.service))
+    cuts = [e for e in result.evidence if e.kind is EvidenceKind.LOG_PATH_CUT]
+    assert cuts and cuts[0].score > 5 and cuts[0].onset is not None and cuts[0].onset > case.incident.window.start
 
 
 def _with_quiet(edges: list[tuple[str, str]]) -> nx.DiGraph:
@@ -195,6 +265,32 @@ def test_a_callee_whose_anomaly_began_later_explains_nothing() -> None:
     ]
     hyps = {h.service: h for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")}
     assert "callee" not in hyps["a"].rationale
+
+
+def test_a_callee_whose_anomaly_was_over_explains_nothing() -> None:
+    graph = _with_quiet([("front", "a"), ("a", "b")])
+    window = Window(0.0, 1000.0)
+    evidence = [
+        _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 60.0, onset=600.0),
+        replace(_ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 80.0, onset=250.0), until=400.0),
+    ]
+    hyps = {h.service: h for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")}
+    assert "callee" not in hyps["a"].rationale
+    going_on = [evidence[0], replace(evidence[1], until=None)]
+    hyps = {h.service: h for h in score_hypotheses(going_on, graph=graph, window=window, symptom="front")}
+    assert "callee b" in hyps["a"].rationale
+
+
+def test_an_anomaly_over_before_the_window_closed_weighs_less() -> None:
+    graph = _with_quiet([("front", "a"), ("front", "b")])
+    window = Window(0.0, 1000.0)
+    evidence = [
+        replace(_ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.CPU, 50.0, onset=300.0), until=500.0),
+        _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=600.0),
+    ]
+    assert score_hypotheses(evidence, graph=graph, window=window, symptom="front")[0].service == "b"
+    evidence[0] = replace(evidence[0], until=900.0)
+    assert score_hypotheses(evidence, graph=graph, window=window, symptom="front")[0].service == "a"
 
 
 def _errors(i: int, entity: str, score: float, shape: list[float]) -> Evidence:
