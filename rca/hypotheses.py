@@ -158,6 +158,8 @@ def _components(
             key = "exc" if exc else "logerr"
             log_mass[(ev.entity, key)] += w * ev.score
             sig.cites[key].append(ev.id)
+        elif ev.kind is EvidenceKind.LOG_DEPENDENCY_ERROR:  # the writer's symptom of a callee: propagated errors
+            sig.add("err", w * saturate(ev.score, 20.0), ev)
         elif ev.kind is EvidenceKind.LOG_PATH_CUT:
             log_mass[(ev.entity, "cut")] += w * ev.score
             sig.cites["cut"].append(ev.id)

@@ -17,6 +17,7 @@ class EvidenceKind(StrEnum):
     METRIC_SHIFT = "metric_shift"
     LOG_NEW_TEMPLATE = "log_new_template"
     LOG_ERROR_SHIFT = "log_error_shift"
+    LOG_DEPENDENCY_ERROR = "log_dependency_error"  # error lines that name another service: failed calls to it
     LOG_FREQUENCY_SHIFT = "log_frequency_shift"
     LOG_PATH_CUT = "log_path_cut"  # a service wrote the first of two lines it writes together, not the second
     TRACE_SELF_TIME = "trace_self_time"

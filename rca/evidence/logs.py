@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from drain3 import TemplateMiner
@@ -308,3 +309,49 @@ def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: tuple
         onset, until = _interval(_anomalous_run(missing, {t: k * (1.0 - share) for t, k in all_.items()}, 1))
         best[(entity, a)] = CutPath(entity, lines[(entity, a)], lines[(entity, b)], n, cut[key], share, score, onset, until)
     return sorted(best.values(), key=lambda c: -c.score)
+
+
+# an error line is a failed call to another service when at least this share of its lines
+# in the window name one
+PEER_SHARE = 0.5
+
+
+def _peer_pattern(services: Iterable[str]) -> re.Pattern[str] | None:
+    """Mentions of the system's services in a line: a name with a separator in it (such as
+    `ts-order-service`) as a whole token, or any name as a host (`//cart/`, `cart:7070`,
+    `host='cart'`), so that a plain word that happens to name a service is not a mention."""
+    names = sorted({s for s in services if s}, key=len, reverse=True)
+    if not names:
+        return None
+    joined = "|".join(re.escape(n) for n in names)
+    parts = [rf"(?://|host=['\"]?)(?P<h1>{joined})(?=[:/'\"\s]|$)", rf"(?<![\w.-])(?P<h2>{joined}):\d"]
+    separated = "|".join(re.escape(n) for n in names if re.search(r"[-_.]", n))
+    if separated:
+        parts.append(rf"(?<![\w.-])(?P<s>{separated})(?![\w-])")
+    return re.compile("|".join(parts))
+
+
+def dependency_errors(now: Sequence[MinedLog], services: Iterable[str]) -> dict[tuple[str, str], frozenset[str]]:
+    """Per (service, error template): the other services its lines name, where most do.
+
+    "No instances available for X", "I/O error on POST request for http://X:8080/..." or
+    "lookup X: no such host" report a failed call to X: the writer's symptom of a
+    dependency, not an exception of its own code.
+    """
+    pattern = _peer_pattern(services)
+    if pattern is None:
+        return {}
+    lines: Counter[tuple[str, str]] = Counter()
+    naming: Counter[tuple[str, str]] = Counter()
+    named: dict[tuple[str, str], set[str]] = {}
+    for m in now:
+        if not is_error(m.template, m.record.severity):
+            continue
+        key = (m.record.entity, m.template_id)
+        lines[key] += 1
+        peers = {next(g for g in match.groups() if g) for match in pattern.finditer(m.record.message[:MAX_MESSAGE])}
+        peers.discard(m.record.entity)
+        if peers:
+            naming[key] += 1
+            named.setdefault(key, set()).update(peers)
+    return {key: frozenset(named[key]) for key, n in naming.items() if n >= PEER_SHARE * lines[key]}

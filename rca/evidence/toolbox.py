@@ -24,6 +24,7 @@ from rca.evidence.logs import (
     CutPath,
     TemplateShift,
     cut_paths,
+    dependency_errors,
     is_error,
     mine,
     new_miner,
@@ -69,6 +70,7 @@ class Toolbox:
         self._metrics: dict[str, list[MetricShift]] | None = None
         self._logs: dict[str, list[TemplateShift]] | None = None
         self._cuts: dict[str, list[CutPath]] = {}
+        self._peers: dict[tuple[str, str], frozenset[str]] = {}
         self._own: dict[str, LatencyShift] | None = None
         self._gaps: dict[str, LatencyShift] | None = None
         self._graph: nx.DiGraph | None = None
@@ -204,6 +206,8 @@ class Toolbox:
                     normal_mined = normal_logs(mined_back, mined_free)
                     for t in template_shifts(normal_mined, now):
                         self._logs.setdefault(t.entity, []).append(t)
+                    services = set((await self.topology()).nodes) | {r.entity for r in now_records}
+                    self._peers = dependency_errors(now, services)
                     window = self.incident.window
                     for c in await asyncio.to_thread(cut_paths, normal_mined, now, (window.start, window.end)):
                         self._cuts.setdefault(c.entity, []).append(c)
@@ -233,14 +237,16 @@ class Toolbox:
             if t.score < LOG_MIN_Z:
                 continue
             error = is_error(t.template, t.severity)
-            kind = EvidenceKind.LOG_ERROR_SHIFT if error else (
+            peers = self._peers.get((entity, t.template_id), frozenset())
+            kind = (EvidenceKind.LOG_DEPENDENCY_ERROR if peers else EvidenceKind.LOG_ERROR_SHIFT) if error else (
                 EvidenceKind.LOG_NEW_TEMPLATE if t.is_new else EvidenceKind.LOG_FREQUENCY_SHIFT)  # fmt: skip
             signal = Signal.ERRORS if error else Signal.OTHER
             state = "new" if t.is_new else f"was {t.normal_per_min:.1f}/min"
+            names = f", naming {', '.join(sorted(peers)[:3])}" if peers else ""
             items.append(Evidence(
                 id=self._next_id(), modality=Modality.LOGS, kind=kind, entity=entity,
                 subject=t.template_id, score=t.score, signal=signal, query=query,
-                detail=f"{t.severity.name} '{t.template[:160]}' {t.now_per_min:.1f}/min ({state})",
+                detail=f"{t.severity.name} '{t.template[:160]}' {t.now_per_min:.1f}/min ({state}{names})",
                 onset=t.onset if np.isfinite(t.onset) else None, until=t.until if np.isfinite(t.until) else None,
             ))  # fmt: skip
         cuts = [Evidence(

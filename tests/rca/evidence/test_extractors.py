@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.evidence.logs import cut_paths, mine, new_miner, normal_logs, template_shifts
+from rca.evidence.logs import (
+    cut_paths,
+    dependency_errors,
+    mine,
+    new_miner,
+    normal_logs,
+    template_shifts,
+)
 from rca.evidence.metrics import robust_z, shift_of
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import timings
@@ -180,6 +187,24 @@ def test_a_code_path_cut_short_within_traces() -> None:
     assert all(c.score <= 3 for c in cut_paths(normal, mine(miner, requests(1000.0, 300, None)), (1000.4, 1599.5)))
 
 
+def test_error_lines_that_name_another_service_are_failed_calls_to_it() -> None:
+    services = ["ts-travel-service", "ts-basic-service", "user", "cart"]
+
+    def line(entity: str, text: str, severity: Severity = Severity.ERROR) -> LogRecord:
+        return LogRecord(0.0, entity, severity, text)
+
+    now = mine(new_miner(), [
+        *(line("ts-travel-service", f"request {i} failed; nested exception is IllegalStateException: "
+                                    "No instances available for ts-basic-service") for i in range(3)),
+        line("ts-basic-service", "query failed in ts-basic-service: no station"),  # its own name
+        line("checkout", "user not found"),  # a plain word that happens to name a service
+        line("checkout", "HTTPConnectionPool(host='cart', port=80): Max retries exceeded"),
+        line("ts-travel-service", "served ts-basic-service answer", Severity.INFO),  # not an error
+    ])  # fmt: skip
+    named = {entity: peers for (entity, _), peers in dependency_errors(now, services).items()}
+    assert named == {"ts-travel-service": frozenset({"ts-basic-service"}), "checkout": frozenset({"cart"})}
+
+
 def test_a_template_s_run_ends_where_its_excess_ends() -> None:
     normal = [LogRecord(float(t), "svc", Severity.INFO, "served") for t in range(600)]
     now = [LogRecord(1000.0 + t, "svc", Severity.INFO, "served") for t in range(600)]
@@ -279,6 +304,22 @@ def test_a_callee_whose_anomaly_was_over_explains_nothing() -> None:
     going_on = [evidence[0], replace(evidence[1], until=None)]
     hyps = {h.service: h for h in score_hypotheses(going_on, graph=graph, window=window, symptom="front")}
     assert "callee b" in hyps["a"].rationale
+
+
+def test_failed_calls_to_a_dependency_are_no_exception_of_the_caller() -> None:
+    graph = _with_quiet([("front", "a"), ("a", "b"), ("front", "c")])
+    window = Window(0.0, 1000.0)
+
+    def logs(i: int, entity: str, kind: EvidenceKind, score: float, detail: str) -> Evidence:
+        return Evidence(EvidenceId(f"ev-{i}"), Modality.LOGS, kind, entity, f"T{i}", score, Signal.ERRORS, "q",
+                        detail, 600.0)  # fmt: skip
+
+    cut = logs(2, "c", EvidenceKind.LOG_PATH_CUT, 8.0, "12 of 30 traces wrote 'start' without 'done'")
+    text = "ERROR 'threw exception: No instances available for b' 3.0/min (new)"
+    own = [logs(1, "a", EvidenceKind.LOG_ERROR_SHIFT, 20.0, text), cut]
+    assert score_hypotheses(own, graph=graph, window=window, symptom="front")[0].service == "a"
+    theirs = [logs(1, "a", EvidenceKind.LOG_DEPENDENCY_ERROR, 20.0, text), cut]
+    assert score_hypotheses(theirs, graph=graph, window=window, symptom="front")[0].service == "c"
 
 
 def test_an_anomaly_over_before_the_window_closed_weighs_less() -> None:
