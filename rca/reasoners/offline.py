@@ -24,7 +24,7 @@ from rca.topology import neighbours
 
 _MAIN_TOOL = {AgentKind.METRIC: Tool.METRICS, AgentKind.LOG: Tool.LOGS, AgentKind.TRACE: Tool.SPANS}
 _SCAN_TARGET = {AgentKind.METRIC: "metrics", AgentKind.LOG: "logs", AgentKind.TRACE: "traces"}
-_LOCALISED = {EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_EDGE_LATENCY, EvidenceKind.LOG_ERROR_SHIFT}
+_LOCALISED = {EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_EDGE_LATENCY, EvidenceKind.LOG_ERROR_SHIFT, EvidenceKind.LOG_PATH_CUT}
 
 
 class OfflineReasoner:
