@@ -49,7 +49,10 @@ class OfflineReasoner:
         out: dict[Action, float] = {}
         scan = Action(Tool.SCAN, _SCAN_TARGET[state.agent])
         if Tool.SCAN in tools and scan.signature not in state.tried:
-            out[scan] = 1.5
+            # an agent that has seen nothing of its own modality glances over all of it before
+            # it follows the other agents' leads, which came from what they could see
+            seen = any(e.modality.value == _SCAN_TARGET[state.agent] for e in state.evidence)
+            out[scan] = 1.5 if seen else 3.0
         main = _MAIN_TOOL[state.agent]
         lead_rank = {e: i for i, e in enumerate(state.leads)}
         anomalous = {h.service for h in state.hypotheses[:5]}
