@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from drain3 import TemplateMiner
@@ -98,6 +98,19 @@ def is_error(template: str, severity: Severity) -> bool:
     return severity >= Severity.WARNING or any(w in template.lower() for w in _ERROR_WORDS)
 
 
+def _error_test() -> Callable[[MinedLog], bool]:
+    """is_error for mined lines, decided once per (template, severity)."""
+    known: dict[tuple[str, Severity], bool] = {}
+
+    def erring(m: MinedLog) -> bool:
+        key = (m.template, m.record.severity)
+        if key not in known:
+            known[key] = is_error(*key)
+        return known[key]
+
+    return erring
+
+
 ONSET_BIN_SECONDS = 10.0
 
 
@@ -185,14 +198,7 @@ def normal_logs(lookback: Sequence[MinedLog], fault_free: Sequence[MinedLog]) ->
     """
     if not fault_free:
         return list(lookback)
-    known: dict[tuple[str, Severity], bool] = {}
-
-    def erring(m: MinedLog) -> bool:
-        key = (m.template, m.record.severity)
-        if key not in known:
-            known[key] = is_error(*key)
-        return known[key]
-
+    erring = _error_test()
     free_lines: Counter[str] = Counter()
     free_errors: Counter[str] = Counter()
     for m in fault_free:
@@ -334,9 +340,9 @@ def _peer_pattern(services: Iterable[str]) -> re.Pattern[str] | None:
 def dependency_errors(now: Sequence[MinedLog], services: Iterable[str]) -> dict[tuple[str, str], frozenset[str]]:
     """Per (service, error template): the other services its lines name, where most do.
 
-    "No instances available for X", "I/O error on POST request for http://X:8080/..." or
-    "lookup X: no such host" report a failed call to X: the writer's symptom of a
-    dependency, not an exception of its own code.
+    "No instances available for ts-x-service", "I/O error on POST request for
+    http://x:8080/..." or "HTTPConnectionPool(host='x', port=80)" report a failed call to x:
+    the writer's symptom of a dependency, not an exception of its own code.
     """
     pattern = _peer_pattern(services)
     if pattern is None:
@@ -344,8 +350,9 @@ def dependency_errors(now: Sequence[MinedLog], services: Iterable[str]) -> dict[
     lines: Counter[tuple[str, str]] = Counter()
     naming: Counter[tuple[str, str]] = Counter()
     named: dict[tuple[str, str], set[str]] = {}
+    erring = _error_test()
     for m in now:
-        if not is_error(m.template, m.record.severity):
+        if not erring(m):
             continue
         key = (m.record.entity, m.template_id)
         lines[key] += 1

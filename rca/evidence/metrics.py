@@ -32,6 +32,7 @@ class MetricShift:
     normal_median: float
     peak: float
     profile: tuple[tuple[float, float], ...] = ()  # (time, robust z) across the window
+    until: float | None = None  # the last time past ONSET_Z, where the series came back well before the window's end
 
 
 def robust_z(normal: np.ndarray, values: np.ndarray, rel_floor: float = _REL_FLOOR) -> np.ndarray:
@@ -73,11 +74,13 @@ def shift_of(normal: Series | None, now: Series, *, local_end: float | None = No
                 np.abs(later), np.abs(later - base)), 0.0)  # fmt: skip
             values, times = values[~recent], times[~recent]
     peak_i = int(np.argmax(np.abs(z)))
+    signed = z if z[peak_i] >= 0 else -z
     return MetricShift(
         entity=now.entity, metric=now.metric, instance=now.instance, signal=signal_of(now.metric),
-        score=float(abs(z[peak_i])), onset=_onset(times, z if z[peak_i] >= 0 else -z), direction=1 if z[peak_i] >= 0 else -1,
+        score=float(abs(z[peak_i])), onset=_onset(times, signed), direction=1 if z[peak_i] >= 0 else -1,
         normal_median=float(np.median(ref)), peak=float(values[peak_i]),
         profile=tuple((float(t), round(float(v), 3)) for t, v in zip(times, z, strict=True)),
+        until=_until(times, signed),
     )  # fmt: skip
 
 
@@ -89,6 +92,19 @@ def _onset(times: np.ndarray, z: np.ndarray) -> float | None:
         if over[i] and (i + 1 >= over.size or over[i + 1]):
             return float(times[i])
     return None
+
+
+# a shift counts as over when the series stayed back below ONSET_Z for this many points
+_BACK_POINTS = 3
+
+
+def _until(times: np.ndarray, z: np.ndarray) -> float | None:
+    """The last time z was past ONSET_Z, when the series then stayed back for the rest of
+    the window (at least _BACK_POINTS points); None while it goes on."""
+    over = np.flatnonzero(z >= ONSET_Z)
+    if over.size == 0 or z.size - 1 - int(over[-1]) < _BACK_POINTS:
+        return None
+    return float(times[int(over[-1])])
 
 
 def metric_shifts(

@@ -178,7 +178,7 @@ class Toolbox:
             id=self._next_id(), modality=Modality.METRICS, kind=EvidenceKind.METRIC_SHIFT,
             entity=m.entity, subject=m.metric, score=m.score,
             signal=m.signal,
-            query=query, onset=m.onset, direction=m.direction, profile=m.profile,
+            query=query, onset=m.onset, direction=m.direction, profile=m.profile, until=m.until,
             detail=f"{m.metric} {arrow} to {m.peak:.4g} (normal {m.normal_median:.4g}, robust z {m.score:.1f})"
             + (" [host]" if is_host_metric(m.metric) else ""),
         )  # fmt: skip

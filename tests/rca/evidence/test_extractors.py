@@ -94,6 +94,17 @@ def test_a_return_below_normal_is_no_onset() -> None:
     assert held is not None and held.onset == 900.0
 
 
+def test_a_metric_shift_that_came_back_says_when() -> None:
+    t = np.arange(12, dtype=float) * 60
+    normal = Series("a", "CpuUsageRate(%)", t - 3600, np.full(12, 10.0) + np.tile([0.0, 1.0], 6))
+    spike = np.full(12, 10.0)
+    spike[3:6] = 95.0
+    over = shift_of(normal, Series("a", "CpuUsageRate(%)", t, spike))
+    assert over is not None and over.onset == 180.0 and over.until == 300.0
+    spike[9:] = 95.0  # back up for the last points: it goes on
+    assert shift_of(normal, Series("a", "CpuUsageRate(%)", t, spike)).until is None  # type: ignore[union-attr]
+
+
 def test_with_an_alert_the_recent_past_ends_before_it(petshop_slice: Path) -> None:
     (case, *_) = find_cases(petshop_slice)
     inc = case.incident
