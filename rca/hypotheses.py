@@ -104,11 +104,11 @@ class _Signals:
 
 
 def _weight(ev: Evidence, window: Window, cfg: ScoringConfig, alert_time: float | None) -> float:
+    if ev.until is not None and ev.until < window.end - cfg.ended_share * window.seconds:
+        return cfg.stale_weight  # over well before the window closed, placed or not
     if ev.onset is None:
         return 1.0 if ev.modality.value == "logs" else cfg.stale_weight + 0.3
     if ev.onset < window.start + cfg.stale_share * window.seconds:
-        return cfg.stale_weight
-    if ev.until is not None and ev.until < window.end - cfg.ended_share * window.seconds:
         return cfg.stale_weight
     if alert_time is not None and ev.onset > alert_time + max(ONSET_TOLERANCE, _profile_step([ev])):
         return cfg.stale_weight

@@ -341,6 +341,10 @@ def test_an_anomaly_over_before_the_window_closed_weighs_less() -> None:
         _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=600.0),
     ]
     assert score_hypotheses(evidence, graph=graph, window=window, symptom="front")[0].service == "b"
+    blip = [replace(evidence[0], onset=None), replace(evidence[1], score=20.0)]  # one sample: no onset
+    assert score_hypotheses(blip, graph=graph, window=window, symptom="front")[0].service == "b"  # but over
+    blip[0] = replace(blip[0], until=None)
+    assert score_hypotheses(blip, graph=graph, window=window, symptom="front")[0].service == "a"
     evidence[0] = replace(evidence[0], until=900.0)
     assert score_hypotheses(evidence, graph=graph, window=window, symptom="front")[0].service == "a"
 
