@@ -12,7 +12,7 @@ from drain3 import TemplateMiner
 from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
-from rca.model import LogRecord, Severity
+from rca.model import LogRecord, Severity, Window
 
 _MASKS = (
     (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "UUID"),
@@ -253,7 +253,7 @@ def _by_trace(logs: Sequence[MinedLog]) -> dict[tuple[str, str], dict[str, Mined
     return out
 
 
-def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: tuple[float, float]) -> list[CutPath]:
+def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: Window) -> list[CutPath]:
     """Code paths cut short: where logs carry trace ids, pairs of templates one service
     writes together in (nearly) every normal trace, now written apart.
 
@@ -284,7 +284,7 @@ def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: tuple
     cut: Counter[tuple[str, str, str]] = Counter()
     bins: dict[tuple[str, str, str], tuple[Counter[int], Counter[int]]] = {}
     lines: dict[tuple[str, str], MinedLog] = {}
-    start, end = window[0] + PATH_EDGE_SECONDS, window[1] - PATH_EDGE_SECONDS
+    start, end = window.start + PATH_EDGE_SECONDS, window.end - PATH_EDGE_SECONDS
     for (entity, _), seen in _by_trace(now).items():
         times = [m.record.time for m in seen.values()]
         if min(times) < start or max(times) > end:

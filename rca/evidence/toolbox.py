@@ -208,8 +208,7 @@ class Toolbox:
                         self._logs.setdefault(t.entity, []).append(t)
                     services = set((await self.topology()).nodes) | {r.entity for r in now_records}
                     self._peers = dependency_errors(now, services)
-                    window = self.incident.window
-                    for c in await asyncio.to_thread(cut_paths, normal_mined, now, (window.start, window.end)):
+                    for c in await asyncio.to_thread(cut_paths, normal_mined, now, self.incident.window):
                         self._cuts.setdefault(c.entity, []).append(c)
             return self._logs
 

@@ -191,11 +191,11 @@ def test_a_code_path_cut_short_within_traces() -> None:
     miner = new_miner()
     normal = mine(miner, requests(0.0, 200, None))
     now = mine(miner, requests(1000.0, 300, 1300.0))
-    (cut,) = [c for c in cut_paths(normal, now, (1000.0, 1600.0)) if c.score > 3]
+    (cut,) = [c for c in cut_paths(normal, now, Window(1000.0, 1600.0)) if c.score > 3]
     assert cut.entity == "svc" and "start" in cut.first.template and "done" in cut.then.template
     assert 1290.0 <= cut.onset <= 1320.0 and cut.cut >= 0.4 * (cut.traces - 150)
     # a window that opens or closes in the middle of requests cuts nothing
-    assert all(c.score <= 3 for c in cut_paths(normal, mine(miner, requests(1000.0, 300, None)), (1000.4, 1599.5)))
+    assert all(c.score <= 3 for c in cut_paths(normal, mine(miner, requests(1000.0, 300, None)), Window(1000.4, 1599.5)))
 
 
 def test_error_lines_that_name_another_service_are_failed_calls_to_it() -> None:
