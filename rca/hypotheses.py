@@ -162,7 +162,7 @@ def _components(
             sig.add("err", w * saturate(ev.score, 20.0), ev)
         elif ev.kind is EvidenceKind.LOG_PATH_CUT:
             log_mass[(ev.entity, "cut")] += w * ev.score
-            sig.cites["cut"].append(ev.id)
+            sig.cites[_LOG_PART["cut"]].append(ev.id)
         elif ev.kind is EvidenceKind.LOG_FREQUENCY_SHIFT and ev.direction < 0:
             log_mass[(ev.entity, "logdrop")] += ev.score
             sig.cites["logdrop"].append(ev.id)
@@ -189,7 +189,7 @@ _LOG_PART = {"cut": "logdrop"}
 # load or at a neighbour: exceptions thrown and delays on every call of a service are its
 # own; latency, traffic, I/O counters and error logs also move in its callers.
 SPECIFICITY: dict[str, float] = {
-    "exc": 1.0, "cut": 1.0, "gap": 1.0, "gap_out": 0.9, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logdrop": 0.8, "logerr": 0.7, "err": 0.6,
+    "exc": 1.0, "gap": 1.0, "gap_out": 0.9, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logdrop": 0.8, "logerr": 0.7, "err": 0.6,
     "lat": 0.5, "traffic": 0.2, "disk": 0.4, "net": 0.4, "lognew": 0.4, "loss": 0.8,
 }  # fmt: skip
 
@@ -234,14 +234,14 @@ _GATES: dict[FaultType, tuple[str, ...]] = {
     FaultType.DISK: ("disk",),
     FaultType.NETWORK_DELAY: ("gap", "lat", "net"),
     FaultType.NETWORK_LOSS: ("loss",),
-    FaultType.EXCEPTION: ("exc", "err", "logdrop", "cut"),
+    FaultType.EXCEPTION: ("exc", "err", "logdrop"),
     FaultType.WRONG_RESULT: ("logerr",),
     FaultType.OVERLOAD: ("traffic",),
 }
 
 
 _MODALITY_OF_PART: dict[str, Modality] = {
-    "exc": Modality.LOGS, "cut": Modality.LOGS, "logerr": Modality.LOGS, "logdrop": Modality.LOGS, "lognew": Modality.LOGS,
+    "exc": Modality.LOGS, "logerr": Modality.LOGS, "logdrop": Modality.LOGS, "lognew": Modality.LOGS,
     "gap": Modality.TRACES, "gap_out": Modality.TRACES, "own": Modality.TRACES,
 }  # fmt: skip
 

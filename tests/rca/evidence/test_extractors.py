@@ -330,7 +330,8 @@ def test_failed_calls_to_a_dependency_are_no_exception_of_the_caller() -> None:
     own = [logs(1, "a", EvidenceKind.LOG_ERROR_SHIFT, 20.0, text), cut]
     assert score_hypotheses(own, graph=graph, window=window, symptom="front")[0].service == "a"
     theirs = [logs(1, "a", EvidenceKind.LOG_DEPENDENCY_ERROR, 20.0, text), cut]
-    assert score_hypotheses(theirs, graph=graph, window=window, symptom="front")[0].service == "c"
+    top = score_hypotheses(theirs, graph=graph, window=window, symptom="front")[0]
+    assert top.service == "c" and top.evidence == ("ev-2",)  # the cut path is what it cites
 
 
 def test_an_anomaly_over_before_the_window_closed_weighs_less() -> None:
