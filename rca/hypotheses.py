@@ -26,7 +26,7 @@ from typing import NewType
 
 import networkx as nx
 
-from rca.evidence import Evidence, EvidenceId, EvidenceKind, earliest_onsets
+from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.traces import GapShare
 from rca.model import FaultType, Modality, Window
 from rca.signals import Signal, bad_direction, is_host_metric
@@ -281,7 +281,7 @@ def score_hypotheses(
         downstream = nx.descendants(graph, symptom) | {symptom}
         values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
     values = _discount_endpoints(values, evidence, graph, faults, config)
-    adjusted = _discount_victims(values, comps, graph, config, faults, earliest_onsets(evidence), _active(evidence))
+    adjusted = _discount_victims(values, comps, graph, config, faults, _active(evidence))
     strength = {e: max((ev.score for ev in evidence if ev.entity == e), default=0.0) for e in adjusted}
     # values equal to three places (saturated signals) are told apart by the raw deviation
     ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]], kv[0]))
@@ -400,12 +400,13 @@ def _was_active(intervals: Sequence[tuple[float, float | None]], when: float | N
 
 def _discount_victims(
     values: dict[str, float], comps: dict[str, _Signals], graph: nx.DiGraph, cfg: ScoringConfig,
-    faults: dict[str, FaultType], onsets: dict[str, float], active: dict[str, list[tuple[float, float | None]]],
+    faults: dict[str, FaultType], active: dict[str, list[tuple[float, float | None]]],
 ) -> dict[str, tuple[float, str]]:
     """A service keeps part of its value when an anomalous callee, whose anomaly began no
     later than its own and had not ended when its own began, can explain it."""
     out: dict[str, tuple[float, str]] = {}
     erring = (FaultType.EXCEPTION, FaultType.WRONG_RESULT)
+    began = {e: min(onset for onset, _ in spans) for e, spans in active.items()}
     for entity, value in values.items():
         why = "strongest localised evidence" if value > 0 else ""
         if entity in graph:
@@ -418,7 +419,7 @@ def _discount_victims(
                 return cfg.error_victim_ratio if faults.get(d) in erring else cfg.mismatch_victim_ratio
 
             culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)
-                        and _was_active(active.get(d, []), onsets.get(entity))]  # fmt: skip
+                        and _was_active(active.get(d, []), began.get(entity))]  # fmt: skip
             if culprits:
                 top = max(culprits, key=lambda d: values[d])
                 erred = faults.get(entity) in erring and faults.get(top) in erring

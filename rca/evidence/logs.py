@@ -275,11 +275,10 @@ def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: Windo
             for b in frequent:
                 if a != b:
                     together[(entity, a, b)] += 1
-    follows: dict[tuple[str, str], list[tuple[str, float]]] = {}
-    for (entity, a, b), n in together.items():
-        share = n / with_first[(entity, a)]
-        if share >= PATH_MIN_SHARE:
-            follows.setdefault((entity, a), []).append((b, share))
+    shares = {key: n / with_first[key[:2]] for key, n in together.items() if n >= PATH_MIN_SHARE * with_first[key[:2]]}
+    follows: dict[tuple[str, str], list[str]] = {}
+    for entity, a, b in shares:
+        follows.setdefault((entity, a), []).append(b)
     traces: Counter[tuple[str, str, str]] = Counter()
     cut: Counter[tuple[str, str, str]] = Counter()
     bins: dict[tuple[str, str, str], tuple[Counter[int], Counter[int]]] = {}
@@ -290,7 +289,7 @@ def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: Windo
         if min(times) < start or max(times) > end:
             continue
         for a, first in seen.items():
-            for b, _share in follows.get((entity, a), ()):
+            for b in follows.get((entity, a), ()):
                 key = (entity, a, b)
                 traces[key] += 1
                 all_, missing = bins.setdefault(key, (Counter(), Counter()))
@@ -303,7 +302,6 @@ def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: Windo
     for m in normal:  # the line that went missing, to show its template
         lines.setdefault((m.record.entity, m.template_id), m)
     best: dict[tuple[str, str], CutPath] = {}
-    shares = {(e, a, b): s for (e, a), bs in follows.items() for b, s in bs}
     for key, n in traces.items():
         entity, a, b = key
         share = shares[key]

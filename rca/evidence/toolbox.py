@@ -39,6 +39,11 @@ from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
 T = TypeVar("T")
 
+
+def _known(t: float) -> float | None:
+    """A time the log extractors give as nan when there is none, as evidence holds it."""
+    return t if np.isfinite(t) else None
+
 METRIC_MIN_Z = 3.0
 LOG_MIN_Z = 3.0
 MAX_CUTS = 2  # code paths cut short, per service
@@ -246,13 +251,12 @@ class Toolbox:
                 id=self._next_id(), modality=Modality.LOGS, kind=kind, entity=entity,
                 subject=t.template_id, score=t.score, signal=signal, query=query,
                 detail=f"{t.severity.name} '{t.template[:160]}' {t.now_per_min:.1f}/min ({state}{names})",
-                onset=t.onset if np.isfinite(t.onset) else None, until=t.until if np.isfinite(t.until) else None,
+                onset=_known(t.onset), until=_known(t.until),
             ))  # fmt: skip
         cuts = [Evidence(
             id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_PATH_CUT, entity=entity,
             subject=f"{c.first.template_id}->{c.then.template_id}", score=c.score, signal=Signal.OTHER,
-            query=query, direction=-1, onset=c.onset if np.isfinite(c.onset) else None,
-            until=c.until if np.isfinite(c.until) else None,
+            query=query, direction=-1, onset=_known(c.onset), until=_known(c.until),
             detail=f"{c.cut} of {c.traces} traces wrote '{c.first.template[:80]}' without "
             f"'{c.then.template[:80]}' (normally {c.normal_share:.0%} wrote both)",
         ) for c in self._cuts.get(entity, [])[:MAX_CUTS] if c.score >= LOG_MIN_Z]  # fmt: skip

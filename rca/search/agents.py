@@ -166,7 +166,7 @@ class AgentSearch:
             result = ToolResult("neighbours", action.target, f"graph neighbours of {action.target}", (), "ok", tuple(sorted(hood)))
         else:
             result = ToolResult("onsets", "scope", "order anomalous entities by onset", (), "ok", _by_onset(state))
-        if result.status != "ok" and action.tool in (Tool.METRICS, Tool.LOGS, Tool.SPANS, Tool.SCAN):
+        if result.status != "ok":
             self.shared.futile.add(action.signature)
         for ev in result.evidence:
             self.shared.registry[ev.id] = ev
