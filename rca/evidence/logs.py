@@ -165,15 +165,27 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
         service_bins.setdefault(m.record.entity, Counter())[b] += 1
         t, sev = info.get(key, (m.template, m.record.severity))
         info[key] = (t, max(sev, m.record.severity))
+    def expect(entity: str, normal_count: int) -> float:
+        volume = (now_total[entity] / c_min) / (base_total[entity] / n_min) if base_total[entity] and now_total[entity] else 1.0
+        return normal_count / n_min * c_min * min(max(volume, 0.2), 5.0)
+
+    # lines of one code location, whatever their shape: a template that fell while another
+    # of the same statement rose (other arguments, masked otherwise) is not a path stopping
+    place = {(m.record.entity, m.template_id): m.record.location for m in (*normal, *now) if m.record.location}
+    place_base = Counter((key[0], loc) for key, loc in place.items() for _ in range(base[key]))
+    place_now = Counter((key[0], loc) for key, loc in place.items() for _ in range(now_count[key]))
     out = []
     for key in set(now_count) | set(base):
         entity, tid = key
         template, sev = info.get(key, ("", Severity.UNKNOWN))
         normal_rate = base[key] / n_min
-        volume = (now_total[entity] / c_min) / (base_total[entity] / n_min) if base_total[entity] and now_total[entity] else 1.0
-        expected = normal_rate * c_min * min(max(volume, 0.2), 5.0)
+        expected = expect(entity, base[key])
         observed = now_count[key]
         score = (observed - expected) / math.sqrt(expected + 1.0)
+        if score < 0 and key in place:
+            at = (entity, place[key])
+            at_expected = expect(entity, place_base[at])
+            score = max(score, (place_now[at] - at_expected) / math.sqrt(at_expected + 1.0))
         share = base[key] / base_total[entity] if base_total[entity] else 0.0
         lines = service_bins.get(entity, Counter())
         onset, until = _interval(_anomalous_run(bins.get(key, Counter()), {b: share * n for b, n in lines.items()},

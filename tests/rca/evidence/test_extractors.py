@@ -488,3 +488,20 @@ def test_evidence_read_twice_counts_once() -> None:
     value = {h.service: h.value for h in score_hypotheses(once, graph=graph, window=window, symptom="front")}
     again = {h.service: h.value for h in score_hypotheses(twice, graph=graph, window=window, symptom="front")}
     assert value == again
+
+
+def test_a_statement_whose_lines_changed_shape_did_not_stop() -> None:
+    # one log statement (one code location): its lines gain two words mid-way (a date printed
+    # with its time, say), so Drain mines a second template; the statement still runs as often
+    def recs(t0: float, n: int, text: str, location: str) -> list[LogRecord]:
+        return [LogRecord(t0 + i, "svc", Severity.INFO, text, location=location) for i in range(n)]
+
+    def drops(location: str) -> list[float]:
+        miner = new_miner()
+        normal = mine(miner, recs(0, 40, "seat request for trip G1 on day 5", location) + recs(0, 40, "served", ""))
+        now = mine(miner, recs(60, 40, "seat request for trip G1 on day 5 at hour 7", location) + recs(60, 40, "served", ""))
+        return [s.score for s in template_shifts(normal, now) if "seat" in s.template and s.score < 0]
+
+    assert min(drops("")) < -3  # where lines name no location, the old shape looks stopped
+    assert all(score > -3 for score in drops("Impl#548"))
+
