@@ -46,6 +46,7 @@ class Evidence:
     direction: int = 1  # +1 the value rose, -1 it fell
     profile: tuple[tuple[float, float], ...] = ()  # (time, robust z): the shape of a metric shift
     until: float | None = None  # when the anomaly was last seen, where it ended inside the window
+    peers: tuple[str, ...] = ()  # other entities it names: the callees of failed calls
 
     def __post_init__(self) -> None:
         # stored at the precision the trace keeps, so a replay from JSON sees the same numbers
@@ -57,7 +58,7 @@ class Evidence:
             "entity": self.entity, "subject": self.subject, "score": self.score,
             "signal": self.signal.value, "query": self.query, "detail": self.detail,
             "onset": self.onset, "direction": self.direction,
-            "profile": [list(p) for p in self.profile], "until": self.until,
+            "profile": [list(p) for p in self.profile], "until": self.until, "peers": list(self.peers),
         }  # fmt: skip
 
 

@@ -251,7 +251,7 @@ class Toolbox:
                 id=self._next_id(), modality=Modality.LOGS, kind=kind, entity=entity,
                 subject=t.template_id, score=t.score, signal=signal, query=query,
                 detail=f"{t.severity.name} '{t.template[:160]}' {t.now_per_min:.1f}/min ({state}{names})",
-                onset=_known(t.onset), until=_known(t.until),
+                onset=_known(t.onset), until=_known(t.until), peers=tuple(sorted(peers)),
             ))  # fmt: skip
         cuts = [Evidence(
             id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_PATH_CUT, entity=entity,
