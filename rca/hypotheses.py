@@ -281,7 +281,9 @@ def score_hypotheses(
         downstream = nx.descendants(graph, symptom) | {symptom}
         values = {e: v if e in downstream else v * config.unreachable_factor for e, v in values.items()}
     values = _discount_endpoints(values, evidence, graph, faults, config)
-    adjusted = _discount_victims(values, comps, graph, config, faults, _active(evidence))
+    when = _Causality.of(evidence, {e: set(cites) for e, (_, _, cites) in best.items()},
+                         window.start + config.stale_share * window.seconds)  # fmt: skip
+    adjusted = _discount_victims(values, graph, config, faults, when)
     strength = {e: max((ev.score for ev in evidence if ev.entity == e), default=0.0) for e in adjusted}
     # values equal to three places (saturated signals) are told apart by the raw deviation
     ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]], kv[0]))
@@ -380,50 +382,95 @@ def _discount_endpoints(
     return out
 
 
-def _active(evidence: Sequence[Evidence]) -> dict[str, list[tuple[float, float | None]]]:
-    """Per entity, the (onset, until) of each anomaly whose onset is known (until None: it
-    went on to the end of the window)."""
-    out: dict[str, list[tuple[float, float | None]]] = defaultdict(list)
-    for ev in evidence:
-        if ev.onset is not None:
-            out[ev.entity].append((ev.onset, ev.until))
-    return out
+@dataclass(frozen=True, slots=True)
+class _Causality:
+    """What the evidence tells about order and blame, for telling causes from effects."""
 
+    active: dict[str, list[tuple[float, float | None]]]  # per entity, (onset, until) of its anomalies
+    began: dict[str, float]  # when the anomaly that makes each entity a suspect began
+    since: float  # anomalies begun before this were under way when the window opened
+    failed_on: dict[str, set[str]]  # the callees each service's failed calls name
 
-def _was_active(intervals: Sequence[tuple[float, float | None]], when: float | None) -> bool:
-    """Some anomaly of these had begun by `when` and not yet ended (unknown times do not object)."""
-    if not intervals or when is None:
-        return True
-    return any(in_causal_order(onset, when) and (until is None or until >= when - ONSET_TOLERANCE)
-               for onset, until in intervals)  # fmt: skip
+    @classmethod
+    def of(cls, evidence: Sequence[Evidence], cited: dict[str, set[EvidenceId]], since: float) -> _Causality:
+        active: dict[str, list[tuple[float, float | None]]] = defaultdict(list)
+        began: dict[str, float] = {}  # from the evidence the entity's hypothesis cites
+        anything: dict[str, float] = {}  # or from any of its evidence, where none of that is placed
+        failed_on: dict[str, set[str]] = defaultdict(set)
+        for ev in evidence:
+            if ev.onset is not None:
+                active[ev.entity].append((ev.onset, ev.until))
+                anything[ev.entity] = min(anything.get(ev.entity, ev.onset), ev.onset)
+                if ev.id in cited.get(ev.entity, ()):
+                    began[ev.entity] = min(began.get(ev.entity, ev.onset), ev.onset)
+            if ev.kind is EvidenceKind.LOG_DEPENDENCY_ERROR:
+                failed_on[ev.entity].update(ev.peers)
+        return cls(active, anything | began, since, failed_on)
+
+    def was_active(self, entity: str, when: float | None) -> bool:
+        """Some anomaly of the entity had begun by `when` and not yet ended (unknown times do
+        not object)."""
+        intervals = self.active.get(entity, [])
+        if not intervals or when is None:
+            return True
+        return any(in_causal_order(onset, when) and (until is None or until >= when - ONSET_TOLERANCE)
+                   for onset, until in intervals)  # fmt: skip
 
 
 def _discount_victims(
-    values: dict[str, float], comps: dict[str, _Signals], graph: nx.DiGraph, cfg: ScoringConfig,
-    faults: dict[str, FaultType], active: dict[str, list[tuple[float, float | None]]],
+    values: dict[str, float], graph: nx.DiGraph, cfg: ScoringConfig, faults: dict[str, FaultType], when: _Causality,
 ) -> dict[str, tuple[float, str]]:
-    """A service keeps part of its value when an anomalous callee, whose anomaly began no
-    later than its own and had not ended when its own began, can explain it."""
+    """A service keeps part of its value when an anomalous callee can explain it (one whose
+    anomaly began no later than the one that makes the service a suspect and had not ended
+    then, and, where the service's failed calls name callees, one of those or behind them),
+    or when its anomaly began well after an anomalous caller's."""
     out: dict[str, tuple[float, str]] = {}
-    erring = (FaultType.EXCEPTION, FaultType.WRONG_RESULT)
-    began = {e: min(onset for onset, _ in spans) for e, spans in active.items()}
     for entity, value in values.items():
         why = "strongest localised evidence" if value > 0 else ""
         if entity in graph:
-            reach = nx.single_source_shortest_path_length(graph, entity, cutoff=cfg.victim_hops)
-
-            def ratio(d: str, errs: bool = faults.get(entity) in erring) -> float:
-                """How much of the service's value a callee must carry to explain it."""
-                if not errs:
-                    return cfg.slow_by_errors_ratio if faults.get(d) in erring else cfg.victim_ratio
-                return cfg.error_victim_ratio if faults.get(d) in erring else cfg.mismatch_victim_ratio
-
-            culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)
-                        and _was_active(active.get(d, []), began.get(entity))]  # fmt: skip
-            if culprits:
-                top = max(culprits, key=lambda d: values[d])
-                erred = faults.get(entity) in erring and faults.get(top) in erring
+            if callee := _explaining_callee(entity, values, graph, cfg, faults, when):
+                erred = faults.get(entity) in _ERRING and faults.get(callee) in _ERRING
                 value *= cfg.error_victim_factor if erred else cfg.victim_factor
-                why = f"explained in part by anomalous callee {top}"
+                why = f"explained in part by anomalous callee {callee}"
+            elif caller := _earlier_caller(entity, values, graph, cfg, when):
+                value *= cfg.victim_factor
+                why = f"began after anomalous caller {caller}"
         out[entity] = (value, why)
     return out
+
+
+_ERRING = (FaultType.EXCEPTION, FaultType.WRONG_RESULT)
+
+
+def _explaining_callee(
+    entity: str, values: dict[str, float], graph: nx.DiGraph, cfg: ScoringConfig, faults: dict[str, FaultType],
+    when: _Causality,
+) -> str | None:
+    value = values[entity]
+
+    def ratio(d: str) -> float:
+        """How much of the service's value a callee must carry to explain it."""
+        if faults.get(entity) not in _ERRING:
+            return cfg.slow_by_errors_ratio if faults.get(d) in _ERRING else cfg.victim_ratio
+        return cfg.error_victim_ratio if faults.get(d) in _ERRING else cfg.mismatch_victim_ratio
+
+    reach = set(nx.single_source_shortest_path_length(graph, entity, cutoff=cfg.victim_hops))
+    if named := when.failed_on.get(entity):
+        reach &= {d for c in named if c in graph for d in nx.single_source_shortest_path_length(graph, c, cutoff=cfg.victim_hops)}
+    culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)
+                and when.was_active(d, when.began.get(entity))]  # fmt: skip
+    return max(culprits, key=lambda d: values[d]) if culprits else None
+
+
+def _earlier_caller(
+    entity: str, values: dict[str, float], graph: nx.DiGraph, cfg: ScoringConfig, when: _Causality,
+) -> str | None:
+    """A caller that stands out about as much and whose anomaly began in the window well
+    before this callee's: the callee most likely answers its changed calls (retries, a new
+    mix of requests) rather than causing them."""
+    if entity not in when.began:
+        return None
+    ups = nx.single_source_shortest_path_length(graph.reverse(copy=False), entity, cutoff=cfg.victim_hops)
+    earlier = [c for c in ups if c != entity and c in when.began and values.get(c, 0.0) >= values[entity] * cfg.victim_ratio
+               and when.began[c] >= when.since and not in_causal_order(when.began[entity], when.began[c])]  # fmt: skip
+    return max(earlier, key=lambda c: values[c]) if earlier else None

@@ -505,3 +505,53 @@ def test_a_statement_whose_lines_changed_shape_did_not_stop() -> None:
     assert min(drops("")) < -3  # where lines name no location, the old shape looks stopped
     assert all(score > -3 for score in drops("Impl#548"))
 
+
+def test_a_callee_whose_anomaly_began_well_after_its_caller_s_answers_it() -> None:
+    graph = _with_quiet([("front", "a"), ("a", "b")])
+    window = Window(0.0, 1000.0)
+
+    def rationale(b_onset: float) -> str:
+        evidence = [
+            _log(1, "a", EvidenceKind.LOG_PATH_CUT, 20.0, "20 of 30 traces wrote 'start' without 'done'"),
+            _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 12.0, onset=b_onset),
+        ]
+        return {h.service: h.rationale for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")}["b"]
+
+    assert "began after anomalous caller a" in rationale(800.0)  # a's cut began at 500
+    assert "caller" not in rationale(520.0)  # within the clocks' tolerance
+
+
+def test_a_caller_is_a_suspect_from_when_the_evidence_it_is_suspected_on_began() -> None:
+    # a's weak latency began early, its cut code path later, just before its callee b threw
+    graph = _with_quiet([("front", "a"), ("a", "b")])
+    window = Window(0.0, 1000.0)
+
+    def rationale(latency_onset: float) -> str:
+        evidence = [
+            _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 4.0, onset=latency_onset),
+            _log(2, "a", EvidenceKind.LOG_PATH_CUT, 20.0, "20 of 30 traces wrote 'start' without 'done'"),
+            replace(_log(3, "b", EvidenceKind.LOG_ERROR_SHIFT, 30.0, "ERROR 'NullPointerException' 5.0/min (new)"),
+                    onset=520.0),
+        ]
+        return {h.service: h.rationale for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")}["a"]
+
+    assert "callee b" in rationale(300.0)
+    assert "callee b" in rationale(520.0)
+
+
+def test_a_service_whose_failed_calls_name_a_callee_is_explained_only_through_it() -> None:
+    # a calls b and c; its error lines name c; b has errors of its own, c is quiet
+    graph = _with_quiet([("front", "a"), ("a", "b"), ("a", "c")])
+    window = Window(0.0, 1000.0)
+
+    def rationale(named: tuple[str, ...]) -> str:
+        evidence = [
+            _log(1, "a", EvidenceKind.LOG_PATH_CUT, 20.0, "20 of 30 traces wrote 'start' without 'done'"),
+            replace(_log(2, "a", EvidenceKind.LOG_DEPENDENCY_ERROR, 6.0, "ERROR 'No instances available' 1.0/min (new)"),
+                    peers=named),
+            _log(3, "b", EvidenceKind.LOG_ERROR_SHIFT, 6.0, "ERROR 'order not found' 2.0/min (was 1.0/min)"),
+        ]
+        return {h.service: h.rationale for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")}["a"]
+
+    assert "callee b" in rationale(("b",))
+    assert "callee" not in rationale(("c",))  # a failed on c, not on b
