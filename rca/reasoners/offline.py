@@ -55,6 +55,7 @@ class OfflineReasoner:
             out[scan] = 1.5 if seen else 3.0
         main = _MAIN_TOOL[state.agent]
         lead_rank = {e: i for i, e in enumerate(state.leads)}
+        scan_rank = {e: i for i, e in enumerate(state.scanned)}
         anomalous = {h.service for h in state.hypotheses[:5]}
         near_top = neighbours(state.graph, anomalous)
         for target in sorted(state.scope | set(state.leads)):
@@ -62,7 +63,9 @@ class OfflineReasoner:
             if main not in tools or action.signature in state.tried:
                 continue
             p = 0.2
-            if target in lead_rank:
+            if target in scan_rank:  # what a glance over this agent's own modality ranked
+                p += 2.0 / (1.0 + scan_rank[target])
+            elif target in lead_rank:
                 p += 1.0 / (1.0 + lead_rank[target])
             p += 0.8 * state.value_of(target)
             p += 0.3 if target in near_top else 0.0

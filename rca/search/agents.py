@@ -95,7 +95,7 @@ class AgentSearch:
             graph=self.shared.graph, scope=scope,
             evidence=tuple(self.shared.registry[i] for i in sorted(evidence_ids, key=_id_order)),
             hypotheses=self.shared.hypotheses(evidence_ids), tried=frozenset(node.actions_taken()) | self.shared.futile,
-            leads=leads, tools=self.shared.tools, handoff=self.handoff_summary,
+            leads=leads, tools=self.shared.tools, handoff=self.handoff_summary, scanned=self.scanned,
         )  # fmt: skip
 
     def best_state(self) -> DiagnosticState:

@@ -28,6 +28,7 @@ class DiagnosticState:
     leads: tuple[str, ...]
     tools: tuple[Tool, ...]
     handoff: str = ""
+    scanned: tuple[str, ...] = ()  # what this agent's glance over its own modality ranked, best first
 
     def top(self) -> Hypothesis | None:
         return self.hypotheses[0] if self.hypotheses else None

@@ -1,4 +1,5 @@
 import asyncio
+from dataclasses import replace
 
 import networkx as nx
 
@@ -51,3 +52,13 @@ def test_a_call_that_found_no_data_is_not_made_again() -> None:
     assert futile  # the slice has services without logs or spans of their own
     for i in futile:
         assert all(later.action != taken[i].action for later in taken[i + 1 :])
+
+
+def test_what_the_agent_s_own_glance_ranked_first_outweighs_the_other_agents_leads() -> None:
+    # handed "a" then "b" by another agent; its own scan of logs ranked "b" first
+    state = replace(_state((_ev(Modality.METRICS, EvidenceKind.METRIC_SHIFT),)), tried=frozenset({"scan:logs"}))
+    p = OfflineReasoner().priorities(replace(state, scanned=("b",)))
+    query = {a.target: v for a, v in p.items() if a.tool is Tool.LOGS}
+    # at temperature 0.7 a lead of one is about four times the weight of the next action
+    assert query["b"] - max(v for a, v in p.items() if a != Action(Tool.LOGS, "b")) >= 1.0
+    assert OfflineReasoner().priorities(state)[Action(Tool.LOGS, "a")] > OfflineReasoner().priorities(state)[Action(Tool.LOGS, "b")]
