@@ -172,8 +172,11 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
     # lines of one code location, whatever their shape: a template that fell while another
     # of the same statement rose (other arguments, masked otherwise) is not a path stopping
     place = {(m.record.entity, m.template_id): m.record.location for m in (*normal, *now) if m.record.location}
-    place_base = Counter((key[0], loc) for key, loc in place.items() for _ in range(base[key]))
-    place_now = Counter((key[0], loc) for key, loc in place.items() for _ in range(now_count[key]))
+    place_base: Counter[tuple[str, str]] = Counter()
+    place_now: Counter[tuple[str, str]] = Counter()
+    for (entity, tid), loc in place.items():
+        place_base[(entity, loc)] += base[(entity, tid)]
+        place_now[(entity, loc)] += now_count[(entity, tid)]
     out = []
     for key in set(now_count) | set(base):
         entity, tid = key
