@@ -417,6 +417,9 @@ class _Causality:
                    for onset, until in intervals)  # fmt: skip
 
 
+_ERRING = (FaultType.EXCEPTION, FaultType.WRONG_RESULT)
+
+
 def _discount_victims(
     values: dict[str, float], graph: nx.DiGraph, cfg: ScoringConfig, faults: dict[str, FaultType], when: _Causality,
 ) -> dict[str, tuple[float, str]]:
@@ -439,13 +442,11 @@ def _discount_victims(
     return out
 
 
-_ERRING = (FaultType.EXCEPTION, FaultType.WRONG_RESULT)
-
-
 def _explaining_callee(
     entity: str, values: dict[str, float], graph: nx.DiGraph, cfg: ScoringConfig, faults: dict[str, FaultType],
     when: _Causality,
 ) -> str | None:
+    """The most valuable anomalous callee that can explain the service, if any."""
     value = values[entity]
 
     def ratio(d: str) -> float:
