@@ -229,7 +229,10 @@ class Toolbox:
         for t in shifts:
             if not t.template.strip():  # blank lines carry nothing to reason about
                 continue
+            error = is_error(t.template, t.severity)
             if t.score <= -LOG_MIN_Z and not t.is_new:  # a code path the service stopped running
+                if error:  # failures that stopped are a recovery, nothing to blame
+                    continue
                 items.append(Evidence(
                     id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_FREQUENCY_SHIFT,
                     entity=entity, subject=t.template_id, score=-t.score, signal=Signal.OTHER,
@@ -240,7 +243,6 @@ class Toolbox:
                 continue
             if t.score < LOG_MIN_Z:
                 continue
-            error = is_error(t.template, t.severity)
             peers = self._peers.get((entity, t.template_id), frozenset())
             kind = (EvidenceKind.LOG_DEPENDENCY_ERROR if peers else EvidenceKind.LOG_ERROR_SHIFT) if error else (
                 EvidenceKind.LOG_NEW_TEMPLATE if t.is_new else EvidenceKind.LOG_FREQUENCY_SHIFT)  # fmt: skip

@@ -555,3 +555,22 @@ def test_a_service_whose_failed_calls_name_a_callee_is_explained_only_through_it
 
     assert "callee b" in rationale(("b",))
     assert "callee" not in rationale(("c",))  # a failed on c, not on b
+
+
+def test_errors_that_stopped_are_no_evidence_but_a_silenced_path_is() -> None:
+    from rca.model import CaseId, Incident, Normal, Sources
+    from rca.sources.memory import InMemoryLogs
+
+    def minute(t0: float, errors: bool, queries: bool) -> list[LogRecord]:
+        out = [LogRecord(t0 + i, "svc", Severity.INFO, f"served request {i}") for i in range(40)]
+        out += [LogRecord(t0 + i, "svc", Severity.ERROR, f"connection to db refused {i}") for i in range(20) if errors]
+        out += [LogRecord(t0 + i, "svc", Severity.INFO, f"query start for route {i}") for i in range(20) if queries]
+        return out
+
+    back = [r for m in range(5) for r in minute(m * 60.0, errors=True, queries=True)]
+    now = [r for m in range(5, 10) for r in minute(m * 60.0, errors=False, queries=False)]
+    incident = Incident(CaseId("synthetic"), "synthetic", "svc", Window(300.0, 600.0), Sources(logs=InMemoryLogs(now)),
+                        {Modality.LOGS: Normal(Window(0.0, 300.0), Sources(logs=InMemoryLogs(back)))})  # fmt: skip
+    found = asyncio.run(Toolbox(incident).logs("svc")).evidence
+    assert any("query start" in e.detail and e.direction < 0 for e in found)
+    assert not any("refused" in e.detail for e in found)
