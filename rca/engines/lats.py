@@ -24,9 +24,10 @@ class Variant:
 
 
 def linear_config(base: SearchConfig, *, steps: int) -> SearchConfig:
-    """A ReAct-style trajectory: one action per step, no branching, no tree to select in."""
+    """A ReAct-style trajectory: one action per step, no branching, no tree to select in, and
+    no closing check of the suspects' neighbourhoods."""
     return replace(base, n_candidates=1, iterations_per_agent=steps, max_depth=steps, rounds=1,
-                   handoff_r=0.0, handoff_c_comp=0.0)  # fmt: skip
+                   handoff_r=0.0, handoff_c_comp=0.0, check_top=0)  # fmt: skip
 
 
 VARIANTS: dict[str, Variant] = {
@@ -37,17 +38,20 @@ VARIANTS: dict[str, Variant] = {
     ),
 }
 
-ABLATIONS = ("batching", "backprop", "reflection")
+ABLATIONS = ("batching", "backprop", "reflection", "check")
 
 
 def ablate(config: SearchConfig, what: str) -> SearchConfig:
-    """The paper's ablations: one candidate per expansion, no backpropagation, no reflection."""
+    """The paper's ablations (one candidate per expansion, no backpropagation, no reflection)
+    and ours: no closing check of the leading suspects' neighbourhoods."""
     if what == "batching":
         return replace(config, n_candidates=1)
     if what == "backprop":
         return replace(config, backprop=False)
     if what == "reflection":
         return replace(config, reflection=False)
+    if what == "check":
+        return replace(config, check_top=0)
     raise ValueError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)}")
 
 

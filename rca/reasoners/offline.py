@@ -18,11 +18,10 @@ from rca.decision import decide
 from rca.evidence import Evidence, EvidenceKind
 from rca.hypotheses import saturate
 from rca.reasoners import Usage
-from rca.search.actions import AGENT_TOOLS, Action, AgentKind, Tool
+from rca.search.actions import AGENT_TOOLS, MAIN_TOOL, Action, AgentKind, Tool
 from rca.search.state import Decision, DiagnosticState, Reflection, Step
 from rca.topology import neighbours
 
-_MAIN_TOOL = {AgentKind.METRIC: Tool.METRICS, AgentKind.LOG: Tool.LOGS, AgentKind.TRACE: Tool.SPANS}
 _SCAN_TARGET = {AgentKind.METRIC: "metrics", AgentKind.LOG: "logs", AgentKind.TRACE: "traces"}
 _LOCALISED = {EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_EDGE_LATENCY, EvidenceKind.LOG_ERROR_SHIFT, EvidenceKind.LOG_PATH_CUT}
 
@@ -53,7 +52,7 @@ class OfflineReasoner:
             # it follows the other agents' leads, which came from what they could see
             seen = any(e.modality.value == _SCAN_TARGET[state.agent] for e in state.evidence)
             out[scan] = 1.5 if seen else 3.0
-        main = _MAIN_TOOL[state.agent]
+        main = MAIN_TOOL[state.agent]
         lead_rank = {e: i for i, e in enumerate(state.leads)}
         scan_rank = {e: i for i, e in enumerate(state.scanned)}
         anomalous = {h.service for h in state.hypotheses[:5]}
@@ -130,7 +129,7 @@ def completeness(state: DiagnosticState) -> float:
     score += 0.2 * min(1.0, len(modalities) / 2)
     hood = neighbours(state.graph, top.service)
     score += 0.2 * (len(hood & state.scope) / len(hood) if hood else 1.0)
-    score += 0.15 if f"{_MAIN_TOOL[state.agent]}:{state.symptom}" in state.tried or not state.symptom else 0.0
+    score += 0.15 if f"{MAIN_TOOL[state.agent]}:{state.symptom}" in state.tried or not state.symptom else 0.0
     second = state.hypotheses[1].value if len(state.hypotheses) > 1 else 0.0
     score += 0.15 * min(1.0, max(0.0, top.value - second) / 0.1)
     return round(min(1.0, score), 4)

@@ -27,6 +27,9 @@ AGENT_TOOLS: dict[AgentKind, tuple[Tool, ...]] = {
     AgentKind.TRACE: (Tool.SCAN, Tool.SPANS, Tool.NEIGHBOURS, Tool.ONSETS),
 }
 
+# the tool that reads one entity's telemetry of an agent's modality
+MAIN_TOOL: dict[AgentKind, Tool] = {AgentKind.METRIC: Tool.METRICS, AgentKind.LOG: Tool.LOGS, AgentKind.TRACE: Tool.SPANS}
+
 AGENT_OF_TOOL: dict[Tool, AgentKind] = {
     Tool.METRICS: AgentKind.METRIC,
     Tool.LOGS: AgentKind.LOG,

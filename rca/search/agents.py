@@ -19,7 +19,7 @@ from rca.evidence.toolbox import Toolbox, ToolResult
 from rca.hypotheses import Hypothesis, score_hypotheses
 from rca.model import Window
 from rca.reasoners import Reasoner
-from rca.search.actions import Action, AgentKind, Tool
+from rca.search.actions import MAIN_TOOL, Action, AgentKind, Tool
 from rca.search.config import SearchConfig
 from rca.search.events import ActionTaken, Event, EvidenceFound, HypothesesRanked, IterationStarted
 from rca.search.state import DiagnosticState, Step
@@ -45,6 +45,8 @@ class Shared:
     # actions that found no data (or an unavailable source) in any branch of any agent: the
     # same call answers the same way, so no branch spends its budget on them again
     futile: set[str] = field(default_factory=set)
+    done: set[str] = field(default_factory=set)  # every action any agent has executed
+    checked: set[str] = field(default_factory=set)  # entities read by the closing check, outside the trees
 
     def hypotheses(self, ids: frozenset[EvidenceId]) -> tuple[Hypothesis, ...]:
         cached = self.hypotheses_cache.get(ids)
@@ -166,11 +168,24 @@ class AgentSearch:
             result = ToolResult("neighbours", action.target, f"graph neighbours of {action.target}", (), "ok", tuple(sorted(hood)))
         else:
             result = ToolResult("onsets", "scope", "order anomalous entities by onset", (), "ok", _by_onset(state))
+        self.shared.done.add(action.signature)
         if result.status != "ok":
             self.shared.futile.add(action.signature)
         for ev in result.evidence:
             self.shared.registry[ev.id] = ev
         return result
+
+    async def look(self, target: str) -> AsyncIterator[Event]:
+        """Read one entity with this agent's main tool outside the tree, unless any agent
+        already has (the supervisor's closing check)."""
+        action = Action(MAIN_TOOL[self.kind], target)
+        if action.signature in self.shared.done or action.signature in self.shared.futile:
+            return
+        result = await self._execute(action, self.state_of(self.root))
+        self.shared.checked.add(target)
+        yield ActionTaken(self.kind, action.describe(), result.query, result.status, 0.0)
+        for ev in result.evidence:
+            yield EvidenceFound(self.kind, ev.id, ev.entity, ev.detail, ev.score)
 
     def _child(self, node: Node, action: Action, result: ToolResult, state: DiagnosticState) -> Node:
         scope = set()

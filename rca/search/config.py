@@ -24,5 +24,6 @@ class SearchConfig:
     seed: int = 0
     backprop: bool = True  # ablation switch
     reflection: bool = True  # ablation switch
+    check_top: int = 3  # before deciding, read the neighbourhoods of this many leading suspects
     time_budget: float | None = None  # seconds; past it the search stops and decides on what it has
     scoring: ScoringConfig = field(default_factory=ScoringConfig)

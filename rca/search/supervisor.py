@@ -16,6 +16,7 @@ from rca.search.agents import AgentSearch, Shared
 from rca.search.config import SearchConfig
 from rca.search.events import Event, Finished, Handoff
 from rca.search.state import DiagnosticState
+from rca.topology import neighbours
 from rca.trace import EvidencePackage, Trace, analysis_structure, decision_report, to_json
 
 
@@ -85,6 +86,9 @@ async def run_search(
                 break
         if done:
             break
+    if not out_of_time():
+        async for event in _check_suspects(agents, shared, incident, config.check_top):
+            yield event
     merged = _merge(agents, shared, incident)
     try:
         decision = await reasoner.decide(merged)
@@ -94,11 +98,32 @@ async def run_search(
     yield Finished(decision.summary, to_json(trace))
 
 
+CHECK_ROUNDS = 3  # a check that keeps bringing new suspects forward stops after this many
+
+
+async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: Incident, top: int) -> AsyncIterator[Event]:
+    """The closing check: each leading suspect and its callers and callees read with every
+    agent's tool, where no branch has yet. Whether a suspect is a victim of a callee or the
+    answer to a caller's changed calls is only told from what those neighbours show; what
+    they show may bring a new suspect forward, whose neighbourhood is read in turn."""
+    checked: set[str] = set()
+    for _ in range(CHECK_ROUNDS):
+        suspects = [h.service for h in _merge(agents, shared, incident).hypotheses[:top]]
+        if set(suspects) <= checked:
+            return
+        targets = dict.fromkeys(t for s in suspects if s not in checked for t in (s, *sorted(neighbours(shared.graph, s))))
+        checked.update(suspects)
+        for agent in agents:
+            for target in targets:
+                async for event in agent.look(target):
+                    yield event
+
+
 def _merge(agents: list[AgentSearch], shared: Shared, incident: Incident) -> DiagnosticState:
     """Correlate the agents: every piece of evidence any of them observed, and their scopes
-    along their best paths."""
+    along their best paths with what the closing check read."""
     ids: frozenset[EvidenceId] = frozenset(shared.registry)
-    scope: frozenset[str] = frozenset()
+    scope: frozenset[str] = frozenset(shared.checked)
     for a in agents:
         scope |= a.best_state().scope
     kind = agents[0].kind if agents else AgentKind.METRIC

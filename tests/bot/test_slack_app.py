@@ -117,17 +117,19 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             assert bot.store.verifications(inv.id)
 
             # a thread reply is answered in the thread, from the stored investigation
+            runner_up = inv.trace["hypothesis_set"]["hypotheses"][1]["service"]
+            question = f"why not {runner_up}?"
             status, _, _ = await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL",
-                                                       "text": "why not ts-order-service?", "ts": "1700009999.000100",
+                                                       "text": question, "ts": "1700009999.000100",
                                                        "thread_ts": thread}, event_id="Ev0FOLLOWUP"))  # fmt: skip
             assert status == 200
             reply = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("thread_ts") == thread
-                                         and "ts-order-service is ranked" in blocks_text(c))  # fmt: skip
+                                         and f"{runner_up} is ranked #2" in blocks_text(c))  # fmt: skip
             assert reply.params["channel"] == CHANNEL
-            assert bot.store.questions(inv.id)[0][0] == "why not ts-order-service?"
+            assert bot.store.questions(inv.id)[0][0] == question
             answers = len(slack.of("chat.postMessage"))
             status, _, _ = await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL",
-                                                       "text": "why not ts-order-service?", "ts": "1700009999.000100",
+                                                       "text": question, "ts": "1700009999.000100",
                                                        "thread_ts": thread}, event_id="Ev0FOLLOWUP"),
                                       headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})  # fmt: skip
             await asyncio.sleep(0.5)

@@ -126,7 +126,7 @@ def test_linear_engines_follow_one_trajectory(case: IncidentCase, name: str) -> 
     assert diagnosis.ranking and diagnosis.cost.iterations <= 12
 
 
-@pytest.mark.parametrize("ablation", ["batching", "backprop", "reflection"])
+@pytest.mark.parametrize("ablation", ["batching", "backprop", "reflection", "check"])
 def test_ablations_run(case: IncidentCase, ablation: str) -> None:
     engine = build_engine("lats", ablation=ablation)
     assert engine.name == f"lats-no-{ablation}"
@@ -143,3 +143,25 @@ def test_trace_file_on_disk_validates(case: IncidentCase, tmp_path: Path) -> Non
 
     with pytest.raises(jsonschema.ValidationError):
         from_json(broken)
+
+
+def test_before_deciding_the_search_reads_the_leading_suspects_neighbourhoods(case: IncidentCase) -> None:
+    from rca.search.events import ActionTaken
+    from rca.topology import neighbours
+
+    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
+
+    def unread(engine: SearchEngine) -> set[str]:
+        events = asyncio.run(_events(engine, case.incident))
+        read = {e.action.rsplit(" of ", 1)[-1] for e in events if isinstance(e, ActionTaken) and e.action.startswith("query logs")}
+        finished = events[-1]
+        assert isinstance(finished, Finished)
+        top = [h["service"] for h in finished.trace["hypothesis_set"]["hypotheses"][:3]]
+        return {n for s in top for n in (s, *neighbours(graph, s))} - read
+
+    checking = build_engine("lats")
+    assert isinstance(checking, SearchEngine)
+    not_checking = build_engine("lats", ablation="check")
+    assert isinstance(not_checking, SearchEngine)
+    assert unread(not_checking)  # the tree alone leaves some of them unread
+    assert not unread(checking)
