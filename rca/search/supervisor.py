@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from rca.evidence import EvidenceId
 from rca.evidence.toolbox import Toolbox
@@ -86,9 +86,8 @@ async def run_search(
                 break
         if done:
             break
-    if not out_of_time():
-        async for event in _check_suspects(agents, shared, incident, config.check_top):
-            yield event
+    async for event in _check_suspects(agents, shared, incident, config.check_top, out_of_time):
+        yield event
     merged = _merge(agents, shared, incident)
     try:
         decision = await reasoner.decide(merged)
@@ -101,11 +100,13 @@ async def run_search(
 CHECK_ROUNDS = 3  # a check that keeps bringing new suspects forward stops after this many
 
 
-async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: Incident, top: int) -> AsyncIterator[Event]:
+async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: Incident, top: int,
+                          out_of_time: Callable[[], bool]) -> AsyncIterator[Event]:  # fmt: skip
     """The closing check: each leading suspect and its callers and callees read with every
     agent's tool, where no branch has yet. Whether a suspect is a victim of a callee or the
     answer to a caller's changed calls is only told from what those neighbours show; what
-    they show may bring a new suspect forward, whose neighbourhood is read in turn."""
+    they show may bring a new suspect forward, whose neighbourhood is read in turn. It stops
+    where the time budget runs out, like the search."""
     checked: set[str] = set()
     for _ in range(CHECK_ROUNDS):
         suspects = [h.service for h in _merge(agents, shared, incident).hypotheses[:top]]
@@ -115,6 +116,8 @@ async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: I
         checked.update(suspects)
         for agent in agents:
             for target in targets:
+                if out_of_time():
+                    return
                 async for event in agent.look(target):
                     yield event
 
