@@ -26,7 +26,7 @@ from typing import NewType
 
 import networkx as nx
 
-from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.evidence import Evidence, EvidenceId, EvidenceKind, earliest_onsets
 from rca.evidence.traces import GapShare
 from rca.model import FaultType, Modality, Window
 from rca.signals import Signal, bad_direction, is_host_metric
@@ -394,18 +394,16 @@ class _Causality:
     @classmethod
     def of(cls, evidence: Sequence[Evidence], cited: dict[str, set[EvidenceId]], since: float) -> _Causality:
         active: dict[str, list[tuple[float, float | None]]] = defaultdict(list)
-        began: dict[str, float] = {}  # from the evidence the entity's hypothesis cites
-        anything: dict[str, float] = {}  # or from any of its evidence, where none of that is placed
         failed_on: dict[str, set[str]] = defaultdict(set)
         for ev in evidence:
             if ev.onset is not None:
                 active[ev.entity].append((ev.onset, ev.until))
-                anything[ev.entity] = min(anything.get(ev.entity, ev.onset), ev.onset)
-                if ev.id in cited.get(ev.entity, ()):
-                    began[ev.entity] = min(began.get(ev.entity, ev.onset), ev.onset)
             if ev.kind is EvidenceKind.LOG_DEPENDENCY_ERROR:
                 failed_on[ev.entity].update(ev.peers)
-        return cls(active, anything | began, since, failed_on)
+        # from the evidence the entity's hypothesis cites, or from any of its evidence where
+        # none of that is placed
+        began = earliest_onsets(evidence) | earliest_onsets(ev for ev in evidence if ev.id in cited.get(ev.entity, ()))
+        return cls(active, began, since, failed_on)
 
     def was_active(self, entity: str, when: float | None) -> bool:
         """Some anomaly of the entity had begun by `when` and not yet ended (unknown times do

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from rca.evidence import Evidence, EvidenceId
+from rca.evidence import Evidence, EvidenceId, earliest_onsets
 from rca.evidence.toolbox import Toolbox, ToolResult
 from rca.hypotheses import Hypothesis, score_hypotheses
 from rca.model import Window
@@ -204,10 +204,7 @@ class AgentSearch:
 
 def _by_onset(state: DiagnosticState) -> tuple[str, ...]:
     """Anomalous entities, earliest onset first, each followed by its callees."""
-    first: dict[str, float] = {}
-    for ev in state.evidence:
-        if ev.onset is not None:
-            first[ev.entity] = min(first.get(ev.entity, ev.onset), ev.onset)
+    first = earliest_onsets(state.evidence)
     ordered = sorted(first, key=lambda e: (first[e], e))
     out: list[str] = []
     for e in ordered[:3]:
