@@ -12,7 +12,7 @@ from drain3 import TemplateMiner
 from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
-from rca.model import LogRecord, Severity, Window
+from rca.model import LogRecord, Severity, Span, Window
 
 _MASKS = (
     (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "UUID"),
@@ -233,62 +233,92 @@ def normal_logs(lookback: Sequence[MinedLog], fault_free: Sequence[MinedLog]) ->
     return list(fault_free) + [m for key, m in zip(minutes, lookback, strict=True) if key not in unhealthy]
 
 
-# A code path: two templates a service writes in the same trace; in the normal period the
-# second follows the first in at least this share of the traces that wrote the first, over at
-# least this many traces.
+# A code path: two marks a service leaves in the same trace (two of its templates, or its span
+# of an operation and any line of its own); in the normal period the second follows the first
+# in at least this share of the traces that left the first, over at least this many traces.
 PATH_MIN_SHARE = 0.95
 PATH_MIN_TRACES = 10
-# a trace this close to an edge of the window may have been cut by the window, not the code
+# a trace this close to an edge of the window, or of the logs read, may have been cut by that
+# edge, not by the code
 PATH_EDGE_SECONDS = 10.0
+_SPAN = "span:"  # the mark of a span, by operation
+_ANY_LINE = "any-line"  # the mark of any line the service wrote
 
 
 @dataclass(frozen=True, slots=True)
 class CutPath:
-    """A code path a service stopped finishing: traces that wrote `first` but not `then`."""
+    """A code path a service stopped finishing: traces that left `first` but not `then`."""
 
     entity: str
-    first: MinedLog  # one line of each, for their templates
-    then: MinedLog
-    traces: int  # traces in the window that wrote `first`
-    cut: int  # of which did not write `then`
-    normal_share: float  # share of such traces that wrote `then` in the normal period
+    first_id: str  # a template id, "span:" and an operation, or "any-line"
+    first: str  # the mark, in words
+    then_id: str
+    then: str
+    traces: int  # traces in the window that left `first`
+    cut: int  # of which did not leave `then`
+    normal_share: float  # share of such traces that left `then` in the normal period
     score: float
     onset: float
     until: float
 
 
-def _by_trace(logs: Sequence[MinedLog]) -> dict[tuple[str, str], dict[str, MinedLog]]:
-    """Per (service, trace): each template's first line."""
-    out: dict[tuple[str, str], dict[str, MinedLog]] = {}
+_Marks = dict[tuple[str, str], dict[str, tuple[float, str]]]  # (service, trace) -> mark -> (time, words)
+
+
+def _marks(logs: Sequence[MinedLog], spans: Sequence[Span], logged: Callable[[str, float], bool]) -> _Marks:
+    """Per (service, trace): each mark's first time and what it says. Spans count where
+    `logged(service, time)`: where the service's lines of that time are read at all."""
+    out: _Marks = {}
+
+    def add(entity: str, trace: str, mark: str, time: float, words: str) -> None:
+        seen = out.setdefault((entity, trace), {})
+        if mark not in seen or time < seen[mark][0]:
+            seen[mark] = (time, words)
+
     for m in logs:
         if m.record.trace_id:
-            seen = out.setdefault((m.record.entity, m.record.trace_id), {})
-            if m.template_id not in seen or m.record.time < seen[m.template_id].record.time:
-                seen[m.template_id] = m
+            add(m.record.entity, m.record.trace_id, m.template_id, m.record.time, f"'{m.template[:80]}'")
+            add(m.record.entity, m.record.trace_id, _ANY_LINE, m.record.time, "a line of its own")
+    for s in spans:
+        if s.trace_id and logged(s.entity, s.start):
+            add(s.entity, s.trace_id, _SPAN + s.operation, s.start, f"its span '{s.operation[:80]}'")
     return out
 
 
-def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: Window) -> list[CutPath]:
-    """Code paths cut short: where logs carry trace ids, pairs of templates one service
-    writes together in (nearly) every normal trace, now written apart.
+def _pairs(a: str, b: str) -> bool:
+    """Two templates, or a span and any line: what one code path leaves together."""
+    if a.startswith(_SPAN):
+        return b == _ANY_LINE
+    return not b.startswith((_SPAN, _ANY_LINE)) and a != _ANY_LINE
+
+
+def cut_paths(
+    normal: Sequence[MinedLog], now: Sequence[MinedLog], window: Window, *,
+    normal_spans: Sequence[Span] = (), now_spans: Sequence[Span] = (),
+) -> list[CutPath]:  # fmt: skip
+    """Code paths cut short: where logs carry trace ids, pairs of marks one service leaves
+    together in (nearly) every normal trace, now left apart.
 
     A thrown exception or an early return stops a service's code between two of its log
     lines; the first keeps coming and the second goes missing in the same requests, while
-    callers that fail because of it still write both of theirs. Scored as a Poisson
-    deviation of the traces missing the second line; the onset is where those traces
-    begin to exceed what the normal share predicts.
+    callers that fail because of it still write both of theirs. Where spans are read too, a
+    service whose span of an operation came with lines of its own, and now comes with none,
+    stopped before its first line. Scored as a Poisson deviation of the traces missing the
+    second mark; the onset is where those traces begin to exceed what the normal share
+    predicts.
     """
+    minutes = {(m.record.entity, int(m.record.time // 60)) for m in normal}
+    normal_marks = _marks(normal, normal_spans, lambda e, t: (e, int(t // 60)) in minutes)
     with_first: Counter[tuple[str, str]] = Counter()
     together: Counter[tuple[str, str, str]] = Counter()
-    normal_traces = _by_trace(normal)
-    for (entity, _), seen in normal_traces.items():
+    for (entity, _), seen in normal_marks.items():
         for a in seen:
             with_first[(entity, a)] += 1
-    for (entity, _), seen in normal_traces.items():
+    for (entity, _), seen in normal_marks.items():
         frequent = [a for a in seen if with_first[(entity, a)] >= PATH_MIN_TRACES]
         for a in frequent:
             for b in frequent:
-                if a != b:
+                if a != b and _pairs(a, b):
                     together[(entity, a, b)] += 1
     shares = {key: n / with_first[key[:2]] for key, n in together.items() if n >= PATH_MIN_SHARE * with_first[key[:2]]}
     follows: dict[tuple[str, str], list[str]] = {}
@@ -297,25 +327,28 @@ def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: Windo
     traces: Counter[tuple[str, str, str]] = Counter()
     cut: Counter[tuple[str, str, str]] = Counter()
     bins: dict[tuple[str, str, str], tuple[Counter[int], Counter[int]]] = {}
-    lines: dict[tuple[str, str], MinedLog] = {}
-    start, end = window.start + PATH_EDGE_SECONDS, window.end - PATH_EDGE_SECONDS
-    for (entity, _), seen in _by_trace(now).items():
-        times = [m.record.time for m in seen.values()]
+    words: dict[tuple[str, str], str] = {}
+    read = [m.record.time for m in now]
+    start = max(window.start, min(read, default=window.start)) + PATH_EDGE_SECONDS
+    end = min(window.end, max(read, default=window.end)) - PATH_EDGE_SECONDS
+    for (entity, _), seen in _marks(now, now_spans, lambda e, t: True).items():
+        times = [t for t, _ in seen.values()]
         if min(times) < start or max(times) > end:
             continue
-        for a, first in seen.items():
+        for a, (time, text) in seen.items():
             for b in follows.get((entity, a), ()):
                 key = (entity, a, b)
                 traces[key] += 1
                 all_, missing = bins.setdefault(key, (Counter(), Counter()))
-                t = int(first.record.time // ONSET_BIN_SECONDS)
+                t = int(time // ONSET_BIN_SECONDS)
                 all_[t] += 1
-                lines.setdefault((entity, a), first)
+                words.setdefault((entity, a), text)
                 if b not in seen:
                     cut[key] += 1
                     missing[t] += 1
-    for m in normal:  # the line that went missing, to show its template
-        lines.setdefault((m.record.entity, m.template_id), m)
+    for (entity, _), seen in normal_marks.items():  # the mark that went missing, in words
+        for mark, (_, text) in seen.items():
+            words.setdefault((entity, mark), text)
     best: dict[tuple[str, str], CutPath] = {}
     for key, n in traces.items():
         entity, a, b = key
@@ -326,7 +359,7 @@ def cut_paths(normal: Sequence[MinedLog], now: Sequence[MinedLog], window: Windo
             continue
         all_, missing = bins[key]
         onset, until = _interval(_anomalous_run(missing, {t: k * (1.0 - share) for t, k in all_.items()}, 1))
-        best[(entity, a)] = CutPath(entity, lines[(entity, a)], lines[(entity, b)], n, cut[key], share, score, onset, until)
+        best[(entity, a)] = CutPath(entity, a, words[(entity, a)], b, words[(entity, b)], n, cut[key], share, score, onset, until)
     return sorted(best.values(), key=lambda c: -c.score)
 
 

@@ -33,7 +33,7 @@ from rca.evidence.logs import (
 )
 from rca.evidence.metrics import MetricShift, metric_shifts
 from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
-from rca.model import Incident, Modality
+from rca.model import Incident, Modality, Span
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
@@ -78,6 +78,7 @@ class Toolbox:
         self._peers: dict[tuple[str, str], frozenset[str]] = {}
         self._own: dict[str, LatencyShift] | None = None
         self._gaps: dict[str, LatencyShift] | None = None
+        self._read_spans: tuple[list[Span], list[Span]] | None = None
         self._graph: nx.DiGraph | None = None
         self.missing: list[str] = list(incident.missing())
         self.failed: set[str] = set()  # modalities whose backend failed while reading
@@ -213,7 +214,10 @@ class Toolbox:
                         self._logs.setdefault(t.entity, []).append(t)
                     services = set((await self.topology()).nodes) | {r.entity for r in now_records}
                     self._peers = dependency_errors(now, services)
-                    for c in await asyncio.to_thread(cut_paths, normal_mined, now, self.incident.window):
+                    ref_spans, now_spans = await self._span_reads()
+                    cuts = await asyncio.to_thread(lambda: cut_paths(
+                        normal_mined, now, self.incident.window, normal_spans=ref_spans, now_spans=now_spans))
+                    for c in cuts:
                         self._cuts.setdefault(c.entity, []).append(c)
             return self._logs
 
@@ -257,28 +261,38 @@ class Toolbox:
             ))  # fmt: skip
         cuts = [Evidence(
             id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_PATH_CUT, entity=entity,
-            subject=f"{c.first.template_id}->{c.then.template_id}", score=c.score, signal=Signal.OTHER,
+            subject=f"{c.first_id}->{c.then_id}", score=c.score, signal=Signal.OTHER,
             query=query, direction=-1, onset=_known(c.onset), until=_known(c.until),
-            detail=f"{c.cut} of {c.traces} traces wrote '{c.first.template[:80]}' without "
-            f"'{c.then.template[:80]}' (normally {c.normal_share:.0%} wrote both)",
+            detail=f"{c.cut} of {c.traces} traces had {c.first} without {c.then} (normally {c.normal_share:.0%} had both)",
         ) for c in self._cuts.get(entity, [])[:MAX_CUTS] if c.score >= LOG_MIN_Z]  # fmt: skip
         items = cuts + items
         return ToolResult("logs", entity, query, tuple(items[:8]), "ok" if shifts else "no_data")
 
     # -- traces ------------------------------------------------------------------------
+    async def _span_reads(self) -> tuple[list[Span], list[Span]]:
+        """The normal period's spans and the window's, read once (under the lock): the
+        trace tool times them, the log tool finds the requests a service served silently."""
+        if self._read_spans is None:
+            ref: list[Span] = []
+            now: list[Span] = []
+            src = self.incident.sources.traces
+            if src is not None:
+                normal = self.incident.normal_for(Modality.TRACES)
+                window = normal.window if normal is not None else self.incident.window
+                readers = [p.traces for p in normal.parts() if p.traces is not None] if normal is not None else []
+                ref = [s for r in readers for s in await self._read("traces", r.spans(SpanQuery(window)), [])]
+                if not readers:
+                    self.missing.append("normal traces: absent, no latency baseline")
+                now = await self._read("traces", src.spans(SpanQuery(self.incident.window)), [])
+            self._read_spans = (ref, now)
+        return self._read_spans
+
     async def _trace_index(self) -> tuple[dict[str, LatencyShift], dict[str, LatencyShift]]:
         async with self._lock:
             if self._own is None or self._gaps is None:
                 self._own, self._gaps = {}, {}
-                src = self.incident.sources.traces
-                if src is not None:
-                    normal = self.incident.normal_for(Modality.TRACES)
-                    window = normal.window if normal is not None else self.incident.window
-                    readers = [p.traces for p in normal.parts() if p.traces is not None] if normal is not None else []
-                    ref_spans = [s for r in readers for s in await self._read("traces", r.spans(SpanQuery(window)), [])]
-                    if not readers:
-                        self.missing.append("normal traces: absent, no latency baseline")
-                    now_spans = await self._read("traces", src.spans(SpanQuery(self.incident.window)), [])
+                ref_spans, now_spans = await self._span_reads()
+                if now_spans or ref_spans:
                     (o0, g0), (o1, g1) = timings(ref_spans), timings(now_spans)
                     self._own = {s.subject: s for s in latency_shifts(o0, o1)}
                     self._gaps = {s.subject: s for s in latency_shifts(g0, g1)}
