@@ -95,7 +95,9 @@ def test_slow_path_finds_the_decisive_stage_by_replay(setup: tuple[Trace, Repair
 
 def test_no_sound_chain_rolls_back_to_evidence(setup: tuple[Trace, RepairContext]) -> None:
     trace, ctx = setup
-    orphan = replace(trace, chains=tuple(replace(c, links=()) for c in trace.chains))
+    # a trace whose one defect is that no chain links its hypotheses to the symptom
+    sound = _clean(trace, ctx.audit)
+    orphan = replace(sound, chains=tuple(replace(c, links=()) for c in sound.chains))
     with pytest.raises(InsufficientEvidenceException):
         check_feasible(orphan, ctx.audit.graph)
     # a call graph that knows the services but none of their calls: no analysis can chain them
