@@ -7,6 +7,8 @@ import itertools
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
+import networkx as nx
+
 from rca.evidence import EvidenceId
 from rca.evidence.toolbox import Toolbox
 from rca.model import Cost, Incident
@@ -103,16 +105,19 @@ CHECK_ROUNDS = 3  # a check that keeps bringing new suspects forward stops after
 async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: Incident, top: int,
                           out_of_time: Callable[[], bool]) -> AsyncIterator[Event]:  # fmt: skip
     """The closing check: each leading suspect and its callers and callees read with every
-    agent's tool, where no branch has yet. Whether a suspect is a victim of a callee or the
-    answer to a caller's changed calls is only told from what those neighbours show; what
-    they show may bring a new suspect forward, whose neighbourhood is read in turn. It stops
-    where the time budget runs out, like the search."""
+    agent's tool, where no branch has yet, and the symptom itself, whose series the suspects'
+    are weighed against. Whether a suspect is a victim of a callee or the answer to a
+    caller's changed calls is only told from what those neighbours show; what they show may
+    bring a new suspect forward, whose neighbourhood is read in turn. It stops where the
+    time budget runs out, like the search."""
     checked: set[str] = set()
-    for _ in range(CHECK_ROUNDS):
+    for round_ in range(CHECK_ROUNDS):
         suspects = [h.service for h in _merge(agents, shared, incident).hypotheses[:top]]
         if set(suspects) <= checked:
             return
-        targets = dict.fromkeys(t for s in suspects if s not in checked for t in (s, *sorted(neighbours(shared.graph, s))))
+        first = [incident.symptom] if round_ == 0 and incident.symptom else []
+        targets = dict.fromkeys(first + [t for s in suspects if s not in checked
+                                         for t in (s, *sorted(_checked_around(shared.graph, s)))])  # fmt: skip
         checked.update(suspects)
         for agent in agents:
             for target in targets:
@@ -120,6 +125,15 @@ async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: I
                     return
                 async for event in agent.look(target):
                     yield event
+
+
+def _checked_around(graph: nx.DiGraph, suspect: str) -> set[str]:
+    """Whom a suspect is told apart from: its callers and callees, and for an endpoint that
+    calls nothing (seen only from its callers' side), its callers' other callees as well."""
+    around = neighbours(graph, suspect)
+    if suspect in graph and graph.out_degree(suspect) == 0:
+        around |= {s for c in graph.predecessors(suspect) for s in graph.successors(c)} - {suspect}
+    return around
 
 
 def _merge(agents: list[AgentSearch], shared: Shared, incident: Incident) -> DiagnosticState:

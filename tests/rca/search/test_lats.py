@@ -165,3 +165,23 @@ def test_before_deciding_the_search_reads_the_leading_suspects_neighbourhoods(ca
     assert isinstance(not_checking, SearchEngine)
     assert unread(not_checking)  # the tree alone leaves some of them unread
     assert not unread(checking)
+
+
+def test_before_deciding_the_search_reads_the_symptom_the_suspects_are_weighed_against(case: IncidentCase) -> None:
+    from rca.search.events import ActionTaken
+
+    events = asyncio.run(_events(build_engine("lats"), case.incident))  # type: ignore[arg-type]
+    actions = [e.action for e in events if isinstance(e, ActionTaken)]
+    assert f"query metrics of {case.incident.symptom}" in actions
+
+
+def test_an_endpoint_suspect_is_checked_against_its_callers_other_callees() -> None:
+    import networkx as nx
+
+    from rca.search.supervisor import _checked_around
+
+    # front calls lb (an endpoint seen only from front's side) and api, which calls db
+    graph = nx.DiGraph([("front", "lb"), ("front", "api"), ("api", "db"), ("edge", "front")])
+    assert _checked_around(graph, "lb") == {"front", "api"}  # its caller, and the sibling it may stand for
+    assert _checked_around(graph, "api") == {"front", "db"}  # a service that calls on: its neighbours
+    assert _checked_around(graph, "unknown") == set()
