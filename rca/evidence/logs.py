@@ -292,6 +292,23 @@ def _pairs(a: str, b: str) -> bool:
     return not b.startswith((_SPAN, _ANY_LINE)) and a != _ANY_LINE
 
 
+def _normal_paths(marks: _Marks) -> dict[tuple[str, str, str], float]:
+    """Per (service, first, then) that one code path leaves: the share of the traces that
+    left `first` and then `then`, where that share is at least PATH_MIN_SHARE."""
+    with_first: Counter[tuple[str, str]] = Counter()
+    together: Counter[tuple[str, str, str]] = Counter()
+    for (entity, _), seen in marks.items():
+        for a in seen:
+            with_first[(entity, a)] += 1
+    for (entity, _), seen in marks.items():
+        frequent = [a for a in seen if with_first[(entity, a)] >= PATH_MIN_TRACES]
+        for a in frequent:
+            for b in frequent:
+                if a != b and _pairs(a, b):
+                    together[(entity, a, b)] += 1
+    return {key: n / with_first[key[:2]] for key, n in together.items() if n >= PATH_MIN_SHARE * with_first[key[:2]]}
+
+
 def cut_paths(
     normal: Sequence[MinedLog], now: Sequence[MinedLog], window: Window, *,
     normal_spans: Sequence[Span] = (), now_spans: Sequence[Span] = (),
@@ -309,18 +326,7 @@ def cut_paths(
     """
     minutes = {(m.record.entity, int(m.record.time // 60)) for m in normal}
     normal_marks = _marks(normal, normal_spans, lambda e, t: (e, int(t // 60)) in minutes)
-    with_first: Counter[tuple[str, str]] = Counter()
-    together: Counter[tuple[str, str, str]] = Counter()
-    for (entity, _), seen in normal_marks.items():
-        for a in seen:
-            with_first[(entity, a)] += 1
-    for (entity, _), seen in normal_marks.items():
-        frequent = [a for a in seen if with_first[(entity, a)] >= PATH_MIN_TRACES]
-        for a in frequent:
-            for b in frequent:
-                if a != b and _pairs(a, b):
-                    together[(entity, a, b)] += 1
-    shares = {key: n / with_first[key[:2]] for key, n in together.items() if n >= PATH_MIN_SHARE * with_first[key[:2]]}
+    shares = _normal_paths(normal_marks)
     follows: dict[tuple[str, str], list[str]] = {}
     for entity, a, b in shares:
         follows.setdefault((entity, a), []).append(b)
