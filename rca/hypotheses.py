@@ -27,6 +27,7 @@ from typing import NewType
 import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind, earliest_onsets
+from rca.evidence.metrics import ONSET_Z
 from rca.evidence.traces import GapShare
 from rca.model import FaultType, Modality, Window
 from rca.signals import Signal, bad_direction, is_host_metric
@@ -299,11 +300,7 @@ def comovement(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]
                signed: bool = False) -> float | None:  # fmt: skip
     """|Pearson correlation| of two z-profiles on the time buckets they share (signed: the
     correlation itself, for series that should move the same way); None if < 3."""
-    if step <= 0:
-        return None
-    da = {round(t / step): z for t, z in a}
-    db = {round(t / step): z for t, z in b}
-    common = sorted(set(da) & set(db))
+    da, db, common = _shared_samples(a, b, step)
     if len(common) < 3:
         return None
     x = [da[k] for k in common]
@@ -374,12 +371,34 @@ def _discount_endpoints(
         for s in siblings:
             if graph.out_degree(s) == 0 or faults.get(s) != faults.get(leaf) or values.get(s, 0.0) < cfg.endpoint_sibling_ratio * value:
                 continue
+            if leaf in nx.descendants(graph, s):  # a service that calls the endpoint is not behind it
+                continue
             theirs = [e for e in profiled.get(s, []) if e.signal == mine.signal]
-            if any((c := comovement(mine.profile, e.profile, step, signed=True)) is not None and c >= cfg.endpoint_comove
-                   for e in theirs):  # fmt: skip
+            if any(_move_together(mine.profile, e.profile, step, cfg.endpoint_comove) for e in theirs):
                 out[leaf] = value * cfg.victim_factor
                 break
     return out
+
+
+def _move_together(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]], step: float, floor: float) -> bool:
+    """Two z-profiles move together: correlated at least `floor` where they share three
+    samples or more; where they share only two (coarse series, a short window), too few to
+    correlate, both past ONSET_Z in each: the timing of the anomaly is all they can share."""
+    c = comovement(a, b, step, signed=True)
+    if c is not None:
+        return c >= floor
+    da, db, common = _shared_samples(a, b, step)
+    return len(common) == 2 and all(abs(da[k]) >= ONSET_Z and abs(db[k]) >= ONSET_Z for k in common)
+
+
+def _shared_samples(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]], step: float
+                    ) -> tuple[dict[int, float], dict[int, float], list[int]]:  # fmt: skip
+    """Two z-profiles by sample (time over the shared step), and the samples both have."""
+    if step <= 0:
+        return {}, {}, []
+    da = {round(t / step): z for t, z in a}
+    db = {round(t / step): z for t, z in b}
+    return da, db, sorted(set(da) & set(db))
 
 
 @dataclass(frozen=True, slots=True)

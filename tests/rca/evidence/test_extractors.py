@@ -407,6 +407,17 @@ def test_an_endpoint_seen_only_from_outside_defers_to_the_sibling_it_moves_with(
     # and one whose anomaly does not move with the sibling's stays where it is
     apart = [_errors(1, "lb", 160.0, [60.0, 61.0, 59.0, 0.0, 0.5, 0.0]), evidence[1]]
     assert score_hypotheses(apart, graph=graph, window=window, symptom="front")[0].service == "lb"
+    # coarse series that share only two samples cannot be correlated: anomalous in both, the
+    # two move together; with the endpoint back to normal in one of them, they do not
+    coarse = [_errors(1, "lb", 160.0, [4.0, 160.0]), _errors(2, "search", 48.0, [48.0, 40.0, 45.0])]
+    assert score_hypotheses(coarse, graph=graph, window=window, symptom="front")[0].service == "search"
+    coarse[0] = _errors(1, "lb", 160.0, [0.5, 160.0])
+    assert score_hypotheses(coarse, graph=graph, window=window, symptom="front")[0].service == "lb"
+    # a sibling that calls the endpoint itself is not behind it: the endpoint explains it
+    calling = _with_quiet([("front", "lb"), ("front", "search"), ("search", "db"), ("search", "lb")])
+    alike = [replace(_errors(i, name, score, shape), subject="latency", signal=Signal.LATENCY, direction=1)
+             for i, name, score in ((1, "lb", 50.0), (2, "search", 48.0))]  # fmt: skip
+    assert score_hypotheses(alike, graph=calling, window=window, symptom="front")[0].service == "lb"
 
 
 def test_a_callee_that_only_slowed_explains_errors_only_when_it_stands_out_as_much() -> None:
