@@ -285,13 +285,6 @@ def _marks(logs: Sequence[MinedLog], spans: Sequence[Span], logged: Callable[[st
     return out
 
 
-def _pairs(a: str, b: str) -> bool:
-    """Two templates, or a span and any line: what one code path leaves together."""
-    if a.startswith(_SPAN):
-        return b == _ANY_LINE
-    return not b.startswith((_SPAN, _ANY_LINE)) and a != _ANY_LINE
-
-
 def _normal_paths(marks: _Marks) -> dict[tuple[str, str, str], float]:
     """Per (service, first, then) that one code path leaves: the share of the traces that
     left `first` and then `then`, where that share is at least PATH_MIN_SHARE."""
@@ -302,10 +295,15 @@ def _normal_paths(marks: _Marks) -> dict[tuple[str, str, str], float]:
             with_first[(entity, a)] += 1
     for (entity, _), seen in marks.items():
         frequent = [a for a in seen if with_first[(entity, a)] >= PATH_MIN_TRACES]
-        for a in frequent:
-            for b in frequent:
-                if a != b and _pairs(a, b):
+        lines = [a for a in frequent if not a.startswith(_SPAN) and a != _ANY_LINE]
+        for a in lines:  # two templates
+            for b in lines:
+                if a != b:
                     together[(entity, a, b)] += 1
+        if _ANY_LINE in frequent:  # a span and any line
+            for a in frequent:
+                if a.startswith(_SPAN):
+                    together[(entity, a, _ANY_LINE)] += 1
     return {key: n / with_first[key[:2]] for key, n in together.items() if n >= PATH_MIN_SHARE * with_first[key[:2]]}
 
 
@@ -337,7 +335,8 @@ def cut_paths(
     read = [m.record.time for m in now]
     start = max(window.start, min(read, default=window.start)) + PATH_EDGE_SECONDS
     end = min(window.end, max(read, default=window.end)) - PATH_EDGE_SECONDS
-    for (entity, _), seen in _marks(now, now_spans, lambda e, t: True).items():
+    with_lines = {entity for (entity, a) in follows if a.startswith(_SPAN)}  # services whose spans came with lines
+    for (entity, _), seen in _marks(now, now_spans, lambda e, t: e in with_lines).items():
         times = [t for t, _ in seen.values()]
         if min(times) < start or max(times) > end:
             continue
@@ -345,7 +344,9 @@ def cut_paths(
             for b in follows.get((entity, a), ()):
                 key = (entity, a, b)
                 traces[key] += 1
-                all_, missing = bins.setdefault(key, (Counter(), Counter()))
+                if key not in bins:
+                    bins[key] = (Counter(), Counter())
+                all_, missing = bins[key]
                 t = int(time // ONSET_BIN_SECONDS)
                 all_[t] += 1
                 words.setdefault((entity, a), text)
