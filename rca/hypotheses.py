@@ -31,7 +31,7 @@ from rca.evidence.metrics import ONSET_Z
 from rca.evidence.traces import GapShare
 from rca.model import FaultType, Modality, Window
 from rca.signals import Signal, bad_direction, is_host_metric
-from rca.topology import ONSET_TOLERANCE, in_causal_order
+from rca.topology import ONSET_TOLERANCE, in_causal_order, siblings
 
 HypothesisId = NewType("HypothesisId", str)
 NO_GAPS = GapShare(1.0, 0.0)
@@ -367,8 +367,7 @@ def _discount_endpoints(
         if leaf not in graph or leaf in inside or graph.out_degree(leaf) > 0 or not profiled.get(leaf):
             continue
         mine = max(profiled[leaf], key=lambda e: e.score)
-        siblings = {s for c in graph.predecessors(leaf) for s in graph.successors(c)} - {leaf}
-        for s in siblings:
+        for s in siblings(graph, leaf):
             if graph.out_degree(s) == 0 or faults.get(s) != faults.get(leaf) or values.get(s, 0.0) < cfg.endpoint_sibling_ratio * value:
                 continue
             if leaf in nx.descendants(graph, s):  # a service that calls the endpoint is not behind it

@@ -24,3 +24,10 @@ def neighbours(graph: nx.DiGraph, entities: str | Iterable[str]) -> set[str]:
             out.update(graph.successors(e))
             out.update(graph.predecessors(e))
     return out
+
+
+def siblings(graph: nx.DiGraph, entity: str) -> set[str]:
+    """The other callees of an entity's callers."""
+    if entity not in graph:
+        return set()
+    return {s for c in graph.predecessors(entity) for s in graph.successors(c)} - {entity}

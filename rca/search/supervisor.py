@@ -18,7 +18,7 @@ from rca.search.agents import AgentSearch, Shared
 from rca.search.config import SearchConfig
 from rca.search.events import Event, Finished, Handoff
 from rca.search.state import DiagnosticState
-from rca.topology import neighbours
+from rca.topology import neighbours, siblings
 from rca.trace import EvidencePackage, Trace, analysis_structure, decision_report, to_json
 
 
@@ -104,12 +104,12 @@ CHECK_ROUNDS = 3  # a check that keeps bringing new suspects forward stops after
 
 async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: Incident, top: int,
                           out_of_time: Callable[[], bool]) -> AsyncIterator[Event]:  # fmt: skip
-    """The closing check: each leading suspect and its callers and callees read with every
-    agent's tool, where no branch has yet, and the symptom itself, whose series the suspects'
-    are weighed against. Whether a suspect is a victim of a callee or the answer to a
-    caller's changed calls is only told from what those neighbours show; what they show may
-    bring a new suspect forward, whose neighbourhood is read in turn. It stops where the
-    time budget runs out, like the search."""
+    """The closing check: each leading suspect and its callers and callees (and an endpoint's
+    siblings) read with every agent's tool, where no branch has yet, and the symptom itself,
+    whose series the suspects' are weighed against. Whether a suspect is a victim of a callee
+    or the answer to a caller's changed calls is only told from what those neighbours show;
+    what they show may bring a new suspect forward, whose neighbourhood is read in turn. It
+    stops where the time budget runs out, like the search."""
     checked: set[str] = set()
     for round_ in range(CHECK_ROUNDS):
         suspects = [h.service for h in _merge(agents, shared, incident).hypotheses[:top]]
@@ -132,7 +132,7 @@ def _checked_around(graph: nx.DiGraph, suspect: str) -> set[str]:
     calls nothing (seen only from its callers' side), its callers' other callees as well."""
     around = neighbours(graph, suspect)
     if suspect in graph and graph.out_degree(suspect) == 0:
-        around |= {s for c in graph.predecessors(suspect) for s in graph.successors(c)} - {suspect}
+        around |= siblings(graph, suspect)
     return around
 
 
