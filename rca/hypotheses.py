@@ -370,7 +370,7 @@ def _discount_endpoints(
         for s in siblings(graph, leaf):
             if graph.out_degree(s) == 0 or faults.get(s) != faults.get(leaf) or values.get(s, 0.0) < cfg.endpoint_sibling_ratio * value:
                 continue
-            if leaf in nx.descendants(graph, s):  # a service that calls the endpoint is not behind it
+            if nx.has_path(graph, s, leaf):  # a service that calls the endpoint is not behind it
                 continue
             theirs = [e for e in profiled.get(s, []) if e.signal == mine.signal]
             if any(_move_together(mine.profile, e.profile, step, cfg.endpoint_comove) for e in theirs):

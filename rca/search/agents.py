@@ -179,7 +179,7 @@ class AgentSearch:
         """Read one entity with this agent's main tool outside the tree, unless any agent
         already has (the supervisor's closing check)."""
         action = Action(MAIN_TOOL[self.kind], target)
-        if action.signature in self.shared.done or action.signature in self.shared.futile:
+        if action.signature in self.shared.done:  # futile ones included
             return
         result = await self._execute(action, self.state_of(self.root))
         self.shared.checked.add(target)
