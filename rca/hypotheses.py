@@ -78,8 +78,8 @@ class ScoringConfig:
     # a slow service is explained by a callee that only fails when that callee carries its
     # whole value (a failing call returns fast; it slows its caller only through retries)
     slow_by_errors_ratio: float = 1.0
-    unreachable_factor: float = 0.5
-    comove_floor: float = 0.5  # a service whose series ignore the symptom's keeps this share  # a service the symptom does not call, even indirectly
+    unreachable_factor: float = 0.5  # a service the symptom does not call, even indirectly
+    comove_floor: float = 0.5  # a service whose series ignore the symptom's keeps this share
     background_quantile: float = 0.75  # a component's level in most services is background
 
 
@@ -380,14 +380,14 @@ def _discount_endpoints(
 
 
 def _move_together(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]], step: float, floor: float) -> bool:
-    """Two z-profiles move together: correlated at least `floor` where they share three
-    samples or more; where they share only two (coarse series, a short window), too few to
-    correlate, both past ONSET_Z in each: the timing of the anomaly is all they can share."""
-    c = comovement(a, b, step, signed=True)
-    if c is not None:
-        return c >= floor
+    """Two z-profiles move together: both past ONSET_Z in every sample they share (two or
+    more), so the anomalies span the same time and their wobbles within it are noise; or else
+    correlated at least `floor` where they share three samples or more."""
     da, db, common = _shared_samples(a, b, step)
-    return len(common) == 2 and all(abs(da[k]) >= ONSET_Z and abs(db[k]) >= ONSET_Z for k in common)
+    if len(common) >= 2 and all(abs(da[k]) >= ONSET_Z and abs(db[k]) >= ONSET_Z for k in common):
+        return True
+    c = comovement(a, b, step, signed=True)
+    return c is not None and c >= floor
 
 
 def _shared_samples(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]], step: float

@@ -413,6 +413,11 @@ def test_an_endpoint_seen_only_from_outside_defers_to_the_sibling_it_moves_with(
     assert score_hypotheses(coarse, graph=graph, window=window, symptom="front")[0].service == "search"
     coarse[0] = _errors(1, "lb", 160.0, [0.5, 160.0])
     assert score_hypotheses(coarse, graph=graph, window=window, symptom="front")[0].service == "lb"
+    # anomalous in every sample they share, the two span the same time, however they wobble
+    throughout = [_errors(1, "lb", 160.0, [160.0, 20.0, 90.0, 70.0]), _errors(2, "search", 48.0, [20.0, 48.0, 45.0, 44.0])]
+    assert score_hypotheses(throughout, graph=graph, window=window, symptom="front")[0].service == "search"
+    throughout[1] = _errors(2, "search", 48.0, [20.0, 48.0, 45.0, 1.0])
+    assert score_hypotheses(throughout, graph=graph, window=window, symptom="front")[0].service == "lb"
     # a sibling that calls the endpoint itself is not behind it: the endpoint explains it
     calling = _with_quiet([("front", "lb"), ("front", "search"), ("search", "db"), ("search", "lb")])
     alike = [replace(_errors(i, name, score, shape), subject="latency", signal=Signal.LATENCY, direction=1)
