@@ -408,6 +408,8 @@ class _Causality:
     began: dict[str, float]  # when the anomaly that makes each entity a suspect began
     since: float  # anomalies begun before this were under way when the window opened
     failed_on: dict[str, set[str]]  # the callees each service's failed calls name
+    course: dict[str, tuple[tuple[float, float], ...]]  # per entity, its strongest cited z-profile, worse up
+    step: float  # the sampling step the courses share
 
     @classmethod
     def of(cls, evidence: Sequence[Evidence], cited: dict[str, set[EvidenceId]], since: float) -> _Causality:
@@ -421,7 +423,21 @@ class _Causality:
         # from the evidence the entity's hypothesis cites, or from any of its evidence where
         # none of that is placed
         began = earliest_onsets(evidence) | earliest_onsets(ev for ev in evidence if ev.id in cited.get(ev.entity, ()))
-        return cls(active, began, since, failed_on)
+        strongest: dict[str, Evidence] = {}
+        for ev in evidence:
+            if ev.profile and ev.id in cited.get(ev.entity, ()) and (
+                    ev.entity not in strongest or ev.score > strongest[ev.entity].score):  # fmt: skip
+                strongest[ev.entity] = ev
+        course = {e: tuple((t, z * ev.direction) for t, z in ev.profile) for e, ev in strongest.items()}
+        return cls(active, began, since, failed_on, course, _profile_step(list(strongest.values())))
+
+    def diverged(self, a: str, b: str) -> bool:
+        """The anomalies that make two entities suspects ran against each other (one grew as
+        the other waned), where both were profiled over three samples or more."""
+        if a not in self.course or b not in self.course:
+            return False
+        c = comovement(self.course[a], self.course[b], self.step, signed=True)
+        return c is not None and c < 0.0
 
     def was_active(self, entity: str, when: float | None) -> bool:
         """Some anomaly of the entity had begun by `when` and not yet ended (unknown times do
@@ -475,7 +491,7 @@ def _explaining_callee(
     if named := when.failed_on.get(entity):
         reach &= {d for c in named if c in graph for d in nx.single_source_shortest_path_length(graph, c, cutoff=cfg.victim_hops)}
     culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)
-                and when.was_active(d, when.began.get(entity))]  # fmt: skip
+                and when.was_active(d, when.began.get(entity)) and not when.diverged(d, entity)]  # fmt: skip
     return max(culprits, key=lambda d: values[d]) if culprits else None
 
 
