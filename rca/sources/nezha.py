@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import threading
 from collections import Counter
@@ -46,6 +47,8 @@ from rca.sources.files import csv_files, read_csv, service_of_pod
 from rca.sources.memory import InMemoryLogs, InMemoryMetrics, InMemoryTraces, topology_from_spans
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 from rca.timestamps import parse_timestamp
+
+log = logging.getLogger(__name__)
 
 _MINUTE_FILE = re.compile(r"^(\d{1,2})_(\d{2})(?:_|$)")
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -216,6 +219,7 @@ class _Folder:
         self._lock = threading.Lock()
         self._metrics: list[Series] | None = None
         self._kpi: set[str] = set()
+        self._skipped: list[str] = []  # metric-folder files that hold no series, and why
         self._minutes: dict[Path, list] = {}
         self._merged: dict[tuple[Path, ...], list] = {}  # the same files read together, merged once
 
@@ -227,12 +231,22 @@ class _Folder:
             if self._metrics is None:
                 series: list[Series] = []
                 for f in csv_files(self.path / "metric"):
-                    found, is_kpi = read_metrics(f)
+                    try:
+                        found, is_kpi = read_metrics(f)
+                    except MalformedFile as e:  # another kind of file (a call list, an edge matrix) or a broken one
+                        log.warning("%s", e)
+                        self._skipped.append(f"metric file {f.name} skipped: {e.reason}")
+                        continue
                     series.extend(found)
                     if is_kpi:
                         self._kpi.update(s.entity for s in found)
                 self._metrics = series
             return self._metrics
+
+    def skipped(self) -> tuple[str, ...]:
+        """What was left out of the metric folder, and why."""
+        self.metrics()
+        return tuple(self._skipped)
 
     def kpi_entities(self) -> tuple[str, ...]:
         """Entities whose series are entry KPIs rather than a workload's own."""
@@ -454,7 +468,7 @@ def day_incident(name: str, folder: _Folder, normal: _Folder | None, case_id: Ca
     symptom = symptom or (kpi[0] if kpi else _entry_service(folder, normal, window))
     return Incident(
         id=case_id, dataset=name, symptom=symptom, window=window, sources=sources,
-        normal=normals, notes=tuple(_notes(sources, normal)),
+        normal=normals, notes=tuple(_notes(sources, normal)) + (folder.skipped() if has_metrics else ()),
     )  # fmt: skip
 
 

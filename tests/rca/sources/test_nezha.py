@@ -126,6 +126,18 @@ def test_missing_logs_are_reported_not_fatal(nezha_slice: Path, tmp_path: Path) 
     assert any("construct_data" in n for n in case.incident.notes)
 
 
+def test_a_metric_file_that_holds_no_series_is_skipped_and_said(nezha_slice: Path, tmp_path: Path) -> None:
+    # OnlineBoutique's day folders, in the same layout, keep a call list and per-edge latency
+    # matrices beside the pods' series
+    root = _copy(nezha_slice, tmp_path)
+    (root / "rca_data" / DAY / "metric" / "dependency.csv").write_text("Source,Target,Weight\nfrontend,cartservice,1\n")
+    (case,) = load_nezha(root)
+    assert any("dependency.csv skipped" in n and "PodName" in n for n in case.incident.notes)
+    series = asyncio.run(case.incident.sources.metrics.series(  # type: ignore[union-attr]
+        MetricQuery(case.incident.window, ("ts-contacts-service",))))  # fmt: skip
+    assert series
+
+
 def test_plain_csv_reads_like_gzip(nezha_slice: Path, tmp_path: Path) -> None:
     root = _copy(nezha_slice, tmp_path)
     log_dir = root / "rca_data" / DAY / "log"
