@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import defaultdict
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -103,6 +103,11 @@ class Toolbox:
                 self.missing.append(f"{modality}: unavailable ({reason[:200]})")
             return default
 
+    def _say_if_empty(self, modality: str, records: Sequence[object]) -> None:
+        """A source that answered but holds nothing for the window is missing all the same."""
+        if not records and modality not in self.failed:
+            self.missing.append(f"{modality}: no records in the window")
+
     def local_end(self) -> float:
         """Where the window's recent past ends: a quarter into the window, and with an
         alert time at the latest ALERT_LEAD before it.
@@ -150,6 +155,7 @@ class Toolbox:
                 src = self.incident.sources.metrics
                 if src is not None:
                     now = await self._read("metrics", src.series(MetricQuery(self.incident.window)), [])
+                    self._say_if_empty("metrics", now)
                     normal = self.incident.normal_for(Modality.METRICS)
                     ref = []
                     if normal is not None and normal.sources.metrics is not None and "metrics" not in self.failed:
@@ -205,6 +211,7 @@ class Toolbox:
                     back_records = reads[0] if reads else []  # the look-back's
                     free_records = reads[1] if len(reads) > 1 else []  # the fault-free stretch's
                     now_records = await self._read("logs", src.records(LogQuery(self.incident.window)), [])
+                    self._say_if_empty("logs", now_records)
                     miner = new_miner()
                     mined_back, mined_free, now = await asyncio.to_thread(
                         lambda: (mine(miner, back_records), mine(miner, free_records), mine(miner, now_records))
@@ -284,6 +291,7 @@ class Toolbox:
                 if not readers:
                     self.missing.append("normal traces: absent, no latency baseline")
                 now = await self._read("traces", src.spans(SpanQuery(self.incident.window)), [])
+                self._say_if_empty("traces", now)
             self._read_spans = (ref, now)
         return self._read_spans
 

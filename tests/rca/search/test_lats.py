@@ -2,6 +2,7 @@ import asyncio
 import csv
 import hashlib
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -120,6 +121,23 @@ def test_missing_modalities_still_rank_and_are_reported(case: IncidentCase, hidd
     for m in hidden:
         assert f"{m}: absent" in diagnosis.missing
     assert diagnosis.trace is not None and all(not diagnosis.trace["evidence_package"]["modalities"][m] for m in hidden)
+
+
+def test_a_source_with_nothing_for_the_window_is_reported(tmp_path: Path) -> None:
+    """Logs kept for other minutes only (as when a system's log files were not all kept):
+    the source exists, the window has none of it, and the verdict says so."""
+    from tests.conftest import NEZHA_SLICE
+
+    root = tmp_path / "nezha-trainticket"
+    shutil.copytree(NEZHA_SLICE, root)
+    for f in (root / "rca_data").glob("*/log/13_*_log.csv.gz"):
+        f.rename(f.with_name(f.name.replace("13_", "03_", 1)))  # the same lines, filed hours earlier
+    (case,) = find_cases(root)
+    diagnosis = asyncio.run(build_engine("lats").investigate(case.incident))
+    assert diagnosis.ranking
+    assert "logs: no records in the window" in diagnosis.missing
+    assert not any("no records" in m for m in asyncio.run(build_engine("lats").investigate(
+        find_cases(NEZHA_SLICE)[0].incident)).missing)  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ["linear", "linear-multi"])
