@@ -128,9 +128,12 @@ class Toolbox:
         """The call graph, caller -> callee; empty when no topology source exists."""
         if self._graph is None:
             src = self.incident.sources.topology
-            self._graph = await self._read("topology", src.topology(), nx.DiGraph()) if src is not None else nx.DiGraph()
+            graph = await self._read("topology", src.topology(), nx.DiGraph()) if src is not None else nx.DiGraph()
             if src is None:
                 self.missing.append("topology: absent")
+            elif "topology" not in self.failed and graph.number_of_edges() == 0:
+                self.missing.append("topology: no calls seen")
+            self._graph = graph
         return self._graph
 
     async def entities(self) -> tuple[str, ...]:

@@ -294,6 +294,11 @@ class _Folder:
         wanted = set(entities)
         return [r for r in self.minute_records(kind, None) if not wanted or r.entity in wanted]
 
+    def nearest(self, kind: str, window: Window) -> Window | None:
+        """The time of the kind's minute file nearest to the window, from the files' names."""
+        spans = [w for f in csv_files(self.path / kind) if (w := minute_of(f, self.day))]
+        return min(spans, key=lambda w: abs(w.start - window.start), default=None)
+
     def covered(self, kind: str) -> Window | None:
         """The time covered by a kind's minute files, from their names."""
         spans = [w for f in csv_files(self.path / kind) if (w := minute_of(f, self.day))]
@@ -352,6 +357,9 @@ class _FolderTopology:
     async def topology(self) -> nx.DiGraph:
         if self._graph is None:
             spans = [s for f, w in self._parts for s in f.minute_records("trace", w)]
+            if not spans:  # no span kept for these minutes: the calls of the nearest minute that has some
+                near = [(f, n) for f, w in self._parts if w is not None and (n := f.nearest("trace", w))]
+                spans = [s for f, n in near[:1] for s in f.minute_records("trace", n)]
             graph = topology_from_spans(spans)
             roots = Counter(s.entity for s in spans if not s.parent_id)
             for kpi in self._kpi:  # entry KPIs are measured in front of the root services

@@ -6,6 +6,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 from rca.engines import build_engine
@@ -15,6 +16,7 @@ from rca.search.actions import AgentKind
 from rca.search.config import SearchConfig
 from rca.search.events import Finished, Handoff, HypothesesRanked
 from rca.sources.datasets import find_cases
+from rca.sources.memory import StaticTopology
 from rca.trace import STAGES, from_json, replay, to_json
 
 
@@ -136,6 +138,8 @@ def test_a_source_with_nothing_for_the_window_is_reported(tmp_path: Path) -> Non
     diagnosis = asyncio.run(build_engine("lats").investigate(case.incident))
     assert diagnosis.ranking
     assert "logs: no records in the window" in diagnosis.missing
+    callless = replace(case.incident, sources=replace(case.incident.sources, topology=StaticTopology(nx.DiGraph())))
+    assert "topology: no calls seen" in asyncio.run(build_engine("lats").investigate(callless)).missing
     assert not any("no records" in m for m in asyncio.run(build_engine("lats").investigate(
         find_cases(NEZHA_SLICE)[0].incident)).missing)  # fmt: skip
 

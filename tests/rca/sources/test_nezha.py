@@ -138,6 +138,18 @@ def test_a_metric_file_that_holds_no_series_is_skipped_and_said(nezha_slice: Pat
     assert series
 
 
+def test_with_no_spans_kept_for_the_window_the_calls_come_from_the_nearest_minute(nezha_slice: Path, tmp_path: Path) -> None:
+    root = _copy(nezha_slice, tmp_path)
+    (case,) = load_nezha(root)
+    full = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
+    shutil.rmtree(root / "construct_data" / DAY / "trace")
+    for f in (root / "rca_data" / DAY / "trace").glob("13_*"):
+        f.rename(f.with_name(f.name.replace("13_", "11_", 1)))  # kept for other minutes only
+    (case,) = load_nezha(root)
+    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
+    assert graph.number_of_edges() > 0 and set(graph.edges) <= set(full.edges)
+
+
 def test_plain_csv_reads_like_gzip(nezha_slice: Path, tmp_path: Path) -> None:
     root = _copy(nezha_slice, tmp_path)
     log_dir = root / "rca_data" / DAY / "log"
