@@ -126,6 +126,7 @@ def _components(
 ) -> dict[str, _Signals]:
     out: dict[str, _Signals] = defaultdict(_Signals)
     log_mass: dict[tuple[str, str], float] = defaultdict(float)
+    began: dict[tuple[str, str], float] = {}  # (entity, part): the earliest onset of the part's evidence
     seen: set[tuple[str, EvidenceKind, str, Signal]] = set()
     for ev in evidence:
         fact = (ev.entity, ev.kind, ev.subject, ev.signal)
@@ -145,6 +146,8 @@ def _components(
             if part in ("cpu", "mem", "disk", "lat", "traffic", "err", "loss") and not worse:
                 continue
             sig.add(part + ("_host" if host else ""), w * saturate(ev.score, 20.0), ev)
+            if ev.onset is not None and not host:
+                began[(ev.entity, part)] = min(ev.onset, began.get((ev.entity, part), ev.onset))
         elif ev.kind is EvidenceKind.TRACE_SELF_TIME:
             sig.add("own", w * saturate(ev.score, 8.0), ev)
         elif ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
@@ -173,11 +176,27 @@ def _components(
     for (entity, key), mass in log_mass.items():
         part = _LOG_PART.get(key, key)
         out[entity].parts[part] = max(out[entity].parts[part], saturate(mass, _LOG_SCALE[key]))
+    for entity, sig in out.items():
+        _fold_memory_into_cpu(sig, began.get((entity, "cpu")), began.get((entity, "mem")))
     _keep_what_stands_out(out, cfg.background_quantile, population)
     for sig in out.values():
         for part in list(sig.parts):
             sig.parts[part] *= SPECIFICITY.get(part, 0.3)
     return out
+
+
+def _fold_memory_into_cpu(sig: _Signals, cpu_began: float | None, mem_began: float | None) -> None:
+    """Memory that rose with the CPU, not before it, is the CPU fault's footprint (a process
+    that burns CPU allocates as it goes); a leak shows in memory first, and the CPU of its
+    collector follows. Memory whose rise has no onset while the CPU's has one was under way
+    or creeping before: not folded."""
+    if sig.get("cpu") <= 0 or sig.get("mem") <= 0:
+        return
+    if cpu_began is not None and (mem_began is None or mem_began < cpu_began - ONSET_TOLERANCE):
+        return
+    sig.parts["cpu"] = max(sig.parts["cpu"], sig.parts["mem"])
+    sig.cites["cpu"].extend(sig.cites.pop("mem", []))
+    del sig.parts["mem"]
 
 
 # the summed log deviation at which a log component reaches 63%

@@ -520,6 +520,24 @@ def _log(i: int, entity: str, kind: EvidenceKind, score: float, detail: str, dir
                     500.0 if direction > 0 else None, direction)  # fmt: skip
 
 
+def test_memory_that_rose_with_the_cpu_is_a_cpu_fault_and_memory_first_a_memory_fault() -> None:
+    graph = _with_quiet([("front", "a")])
+    window = Window(0.0, 1000.0)
+
+    def fault(cpu_onset: float | None, mem_onset: float | None) -> tuple[str, set[str]]:
+        evidence = [_ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=cpu_onset),
+                    _ev(2, "a", EvidenceKind.METRIC_SHIFT, Signal.MEMORY, 200.0, onset=mem_onset)]  # fmt: skip
+        (top, *_) = score_hypotheses(evidence, graph=graph, window=window, symptom="front")
+        assert top.service == "a"
+        return top.fault_type.value, set(top.evidence)
+
+    both = {"ev-1", "ev-2"}
+    assert fault(500.0, 510.0) == ("cpu", both)  # a CPU hog allocates as it goes: its memory is cited
+    assert fault(None, None) == ("cpu", both)
+    assert fault(600.0, 300.0)[0] == "memory"  # a leak first, then its collector's CPU
+    assert fault(600.0, None)[0] == "memory"  # memory creeping or already up before the CPU rose
+
+
 def test_a_wrong_result_needs_error_logs_and_a_silenced_code_path_is_an_exception() -> None:
     graph = _with_quiet([("front", "a"), ("front", "b")])
     window = Window(0.0, 1000.0)
