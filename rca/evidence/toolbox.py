@@ -33,7 +33,7 @@ from rca.evidence.logs import (
 )
 from rca.evidence.metrics import MetricShift, metric_shifts
 from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
-from rca.model import Incident, Modality, Span
+from rca.model import Incident, LogRecord, Modality, Span
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
@@ -202,34 +202,41 @@ class Toolbox:
     async def _log_index(self) -> dict[str, list[TemplateShift]]:
         async with self._lock:
             if self._logs is None:
-                self._logs = {}
                 src = self.incident.sources.logs
+                now_records = await self._read("logs", src.records(LogQuery(self.incident.window)), []) if src else []
                 if src is not None:
-                    normal = self.incident.normal_for(Modality.LOGS)
-                    window = normal.window if normal is not None else self.incident.window
-                    readers = [p.logs for p in normal.parts()] if normal is not None else []
-                    if not any(readers):
-                        self.missing.append("normal logs: absent, every template counts as new")
-                    reads = [await self._read("logs", r.records(LogQuery(window)), []) if r is not None else [] for r in readers]
-                    back_records = reads[0] if reads else []  # the look-back's
-                    free_records = reads[1] if len(reads) > 1 else []  # the fault-free stretch's
-                    now_records = await self._read("logs", src.records(LogQuery(self.incident.window)), [])
                     self._say_if_empty("logs", now_records)
-                    miner = new_miner()
-                    mined_back, mined_free, now = await asyncio.to_thread(
-                        lambda: (mine(miner, back_records), mine(miner, free_records), mine(miner, now_records))
-                    )
-                    normal_mined = normal_logs(mined_back, mined_free)
-                    for t in template_shifts(normal_mined, now):
-                        self._logs.setdefault(t.entity, []).append(t)
-                    services = set((await self.topology()).nodes) | {r.entity for r in now_records}
-                    self._peers = dependency_errors(now, services)
-                    ref_spans, now_spans = await self._span_reads()
-                    cuts = await asyncio.to_thread(lambda: cut_paths(
-                        normal_mined, now, self.incident.window, normal_spans=ref_spans, now_spans=now_spans))
-                    for c in cuts:
-                        self._cuts.setdefault(c.entity, []).append(c)
+                # a window without a single line read lacks logs; it is not a silent system
+                self._logs = await self._index_logs(now_records) if now_records else {}
             return self._logs
+
+    async def _index_logs(self, now_records: list[LogRecord]) -> dict[str, list[TemplateShift]]:
+        """The window's template shifts per service; its failed calls and cut paths are kept
+        beside them (called under the lock)."""
+        normal = self.incident.normal_for(Modality.LOGS)
+        window = normal.window if normal is not None else self.incident.window
+        readers = [p.logs for p in normal.parts()] if normal is not None else []
+        if not any(readers):
+            self.missing.append("normal logs: absent, every template counts as new")
+        reads = [await self._read("logs", r.records(LogQuery(window)), []) if r is not None else [] for r in readers]
+        back_records = reads[0] if reads else []  # the look-back's
+        free_records = reads[1] if len(reads) > 1 else []  # the fault-free stretch's
+        miner = new_miner()
+        mined_back, mined_free, now = await asyncio.to_thread(
+            lambda: (mine(miner, back_records), mine(miner, free_records), mine(miner, now_records))
+        )
+        normal_mined = normal_logs(mined_back, mined_free)
+        shifts: dict[str, list[TemplateShift]] = {}
+        for t in template_shifts(normal_mined, now):
+            shifts.setdefault(t.entity, []).append(t)
+        services = set((await self.topology()).nodes) | {r.entity for r in now_records}
+        self._peers = dependency_errors(now, services)
+        ref_spans, now_spans = await self._span_reads()
+        cuts = await asyncio.to_thread(lambda: cut_paths(
+            normal_mined, now, self.incident.window, normal_spans=ref_spans, now_spans=now_spans))
+        for c in cuts:
+            self._cuts.setdefault(c.entity, []).append(c)
+        return shifts
 
     async def logs(self, entity: str) -> ToolResult:
         """Templates of one service whose rate changed, error and new ones first."""

@@ -138,6 +138,8 @@ def test_a_source_with_nothing_for_the_window_is_reported(tmp_path: Path) -> Non
     diagnosis = asyncio.run(build_engine("lats").investigate(case.incident))
     assert diagnosis.ranking
     assert "logs: no records in the window" in diagnosis.missing
+    assert diagnosis.trace is not None  # and no service is taken to have fallen silent
+    assert not [e for e in diagnosis.trace["evidence_package"]["evidence"] if e["modality"] == "logs"]
     callless = replace(case.incident, sources=replace(case.incident.sources, topology=StaticTopology(nx.DiGraph())))
     assert "topology: no calls seen" in asyncio.run(build_engine("lats").investigate(callless)).missing
     assert not any("no records" in m for m in asyncio.run(build_engine("lats").investigate(
