@@ -126,7 +126,7 @@ def _components(
 ) -> dict[str, _Signals]:
     out: dict[str, _Signals] = defaultdict(_Signals)
     log_mass: dict[tuple[str, str], float] = defaultdict(float)
-    began: dict[tuple[str, str], float] = {}  # (entity, part): the earliest onset of the part's evidence
+    began: dict[tuple[str, str], float] = {}  # (entity, "cpu" | "mem"): the earliest onset of that evidence
     seen: set[tuple[str, EvidenceKind, str, Signal]] = set()
     for ev in evidence:
         fact = (ev.entity, ev.kind, ev.subject, ev.signal)
@@ -146,7 +146,7 @@ def _components(
             if part in ("cpu", "mem", "disk", "lat", "traffic", "err", "loss") and not worse:
                 continue
             sig.add(part + ("_host" if host else ""), w * saturate(ev.score, 20.0), ev)
-            if ev.onset is not None and not host:
+            if part in ("cpu", "mem") and ev.onset is not None and not host:
                 began[(ev.entity, part)] = min(ev.onset, began.get((ev.entity, part), ev.onset))
         elif ev.kind is EvidenceKind.TRACE_SELF_TIME:
             sig.add("own", w * saturate(ev.score, 8.0), ev)

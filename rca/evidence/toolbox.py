@@ -203,11 +203,12 @@ class Toolbox:
         async with self._lock:
             if self._logs is None:
                 src = self.incident.sources.logs
-                now_records = await self._read("logs", src.records(LogQuery(self.incident.window)), []) if src else []
+                self._logs = {}
                 if src is not None:
+                    now_records = await self._read("logs", src.records(LogQuery(self.incident.window)), [])
                     self._say_if_empty("logs", now_records)
-                # a window without a single line read lacks logs; it is not a silent system
-                self._logs = await self._index_logs(now_records) if now_records else {}
+                    if now_records:  # a window without a single line read lacks logs; it is not a silent system
+                        self._logs = await self._index_logs(now_records)
             return self._logs
 
     async def _index_logs(self, now_records: list[LogRecord]) -> dict[str, list[TemplateShift]]:

@@ -476,7 +476,7 @@ def day_incident(name: str, folder: _Folder, normal: _Folder | None, case_id: Ca
     symptom = symptom or (kpi[0] if kpi else _entry_service(folder, normal, window))
     return Incident(
         id=case_id, dataset=name, symptom=symptom, window=window, sources=sources,
-        normal=normals, notes=tuple(_notes(sources, normal)) + (folder.skipped() if has_metrics else ()),
+        normal=normals, notes=tuple(_notes(sources, folder, normal)),
     )  # fmt: skip
 
 
@@ -498,8 +498,10 @@ def _entry_service(folder: _Folder, normal: _Folder | None, window: Window) -> s
     return ""
 
 
-def _notes(sources: Sources, normal: _Folder | None) -> list[str]:
+def _notes(sources: Sources, folder: _Folder, normal: _Folder | None) -> list[str]:
     notes = [f"{m}: absent" for m, ok in sources.modalities().items() if not ok]
     if normal is None:
         notes.append("normal logs/traces: absent (no construct_data for this day)")
+    if sources.metrics is not None:
+        notes.extend(folder.skipped())
     return notes
