@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from rca.hypotheses import Hypothesis
 from rca.search.state import Decision, RankedCause
 
 
+def _unit(x: float) -> float:
+    """x in [0, 1]; anything not a finite number is 0."""
+    return min(1.0, max(0.0, x)) if math.isfinite(x) else 0.0
+
+
 def confidences(ranked: Sequence[Hypothesis]) -> list[float]:
     """A hypothesis' value tempered by how clearly it leads the next one, never above the
-    confidence of a hypothesis ranked before it (a ranked list reads top down)."""
+    confidence of a hypothesis ranked before it (a ranked list reads top down); always in
+    [0, 0.99], whatever the values (two that tie to the ranking's precision lead by nothing)."""
     out: list[float] = []
     for i, h in enumerate(ranked):
-        nxt = ranked[i + 1].value if i + 1 < len(ranked) else 0.0
-        margin = (h.value - nxt) / h.value if h.value > 0 else 0.0
-        value = round(min(0.99, h.value * (0.6 + 0.4 * margin)), 4)
-        out.append(min(value, out[-1]) if out else value)
+        value = _unit(h.value)
+        nxt = _unit(ranked[i + 1].value) if i + 1 < len(ranked) else 0.0
+        margin = _unit((value - nxt) / value) if value > 0 else 0.0
+        conf = round(min(0.99, value * (0.6 + 0.4 * margin)), 4)
+        out.append(min(conf, out[-1]) if out else conf)
     return out
 
 

@@ -233,6 +233,7 @@ class Label:
     service: str
     fault_type: FaultType
     raw_type: str
+    start: float | None = None  # when the fault began (injected), where the publisher says
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +244,15 @@ class IncidentCase:
     @property
     def id(self) -> CaseId:
         return self.incident.id
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenCase:
+    """A labelled case whose files could not be read: kept, so that an evaluation counts it."""
+
+    id: CaseId
+    dataset: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from rca.errors import InputError
 from rca.model import CaseId, Incident, Window
+from rca.sources.protocols import WindowedTopology
 
 
 async def known_entities(incident: Incident) -> tuple[str, ...]:
@@ -58,4 +59,7 @@ def with_window(incident: Incident, window: Window) -> Incident:
             normal[modality] = replace(n, window=Window(window.start - n.window.seconds, window.start))
         else:
             normal[modality] = n
-    return replace(incident, window=window, normal=normal)
+    sources = incident.sources
+    if isinstance(sources.topology, WindowedTopology):  # calls seen in the window move with it
+        sources = replace(sources, topology=sources.topology.over(window))
+    return replace(incident, window=window, normal=normal, sources=sources)

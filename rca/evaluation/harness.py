@@ -1,21 +1,30 @@
-"""Running engines over labelled cases; the label is read here, never by an engine."""
+"""Running engines over labelled cases; the label is read here, never by an engine.
+
+A case that breaks an engine (or its placement) is recorded with the error and counted as a
+miss; the evaluation goes on with the next one.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rca.engines import Engine
 from rca.evaluation.metrics import Outcome
-from rca.model import Diagnosis, FaultType, IncidentCase
+from rca.evaluation.protocols import Protocol
+from rca.model import BrokenCase, CaseId, Diagnosis, FaultType, Incident, IncidentCase
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
-    case: IncidentCase
+    incident: Incident | None  # what the engine was given, under the protocol (None: unreadable)
     diagnosis: Diagnosis
     outcome: Outcome
+    error: str | None = None  # what broke: the case's files, its placement or the engine
 
 
 Progress = Callable[[int, int, str], None]
@@ -25,33 +34,62 @@ async def evaluate(
     engines: Sequence[Engine],
     cases: Sequence[IncidentCase],
     *,
+    protocol: Protocol = Protocol(),
     progress: Progress | None = None,
+    broken: Sequence[BrokenCase] = (),
 ) -> list[CaseResult]:
-    """Every engine on every case, in case order; progress(done, total, label) after each run."""
+    """Every engine on every case, in case order, then the unreadable cases as errors;
+    progress(done, total, label) after each run."""
     results = []
     total = len(engines) * len(cases)
     done = 0
     for case in cases:
+        incident, placement_error = await _placed(case, protocol)
         for engine in engines:
             started = time.perf_counter()
-            diagnosis = await engine.investigate(case.incident)
+            error = placement_error
+            diagnosis = Diagnosis(case.id, engine.name, ())
+            if error is None:
+                try:
+                    diagnosis = await engine.investigate(incident)
+                except Exception as exc:  # the edge of an evaluation: one case never stops the rest
+                    log.exception("%s failed on %s", engine.name, case.id)
+                    error = _describe(exc)
             seconds = time.perf_counter() - started
-            results.append(CaseResult(case, diagnosis, _outcome(case, diagnosis, seconds)))
+            results.append(CaseResult(incident, diagnosis, _outcome(case, diagnosis, seconds, error), error))
             done += 1
             if progress is not None:
                 progress(done, total, f"{engine.name} {case.id}")
+    for b in broken:
+        for engine in engines:
+            outcome = Outcome(engine.name, b.dataset, b.id, "", FaultType.UNKNOWN, (), FaultType.UNKNOWN, 0.0,
+                              f"unreadable: {b.reason}"[:500])  # fmt: skip
+            results.append(CaseResult(None, Diagnosis(b.id, engine.name, ()), outcome, outcome.error))
     return results
 
 
-def _outcome(case: IncidentCase, diagnosis: Diagnosis, seconds: float) -> Outcome:
+async def _placed(case: IncidentCase, protocol: Protocol) -> tuple[Incident, str | None]:
+    try:
+        return await protocol.place(case), None
+    except Exception as exc:  # a case whose data cannot be placed is that case's error
+        log.exception("placing %s under %s failed", case.id, protocol.name)
+        return case.incident, f"placement: {_describe(exc)}"
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def _outcome(case: IncidentCase, diagnosis: Diagnosis, seconds: float, error: str | None) -> Outcome:
     ranking = diagnosis.ranking
     return Outcome(
         engine=diagnosis.engine,
         dataset=case.incident.dataset,
-        case_id=case.id,
+        case_id=CaseId(case.id),
         truth_service=case.label.service,
         truth_fault=case.label.fault_type,
         ranked=tuple(c.service for c in ranking),
         top_fault=ranking[0].fault_type if ranking else FaultType.UNKNOWN,
         seconds=seconds,
+        error=error,
     )

@@ -21,6 +21,7 @@ class Outcome:
     ranked: tuple[str, ...]
     top_fault: FaultType
     seconds: float
+    error: str | None = None  # the run failed: counted as a miss
 
     def rank_of_truth(self) -> int | None:
         """1-based position of the true service, None when absent."""
@@ -61,6 +62,7 @@ class Summary:
     fault_acc: float
     median_seconds: float
     max_seconds: float
+    errors: int = 0
 
 
 def summarise(group: str, engine: str, outcomes: Sequence[Outcome]) -> Summary:
@@ -75,4 +77,5 @@ def summarise(group: str, engine: str, outcomes: Sequence[Outcome]) -> Summary:
         fault_acc=fault_accuracy(outcomes),
         median_seconds=statistics.median(secs),
         max_seconds=max(secs),
+        errors=sum(1 for o in outcomes if o.error is not None),
     )

@@ -24,7 +24,7 @@ def summaries(results: Sequence[CaseResult]) -> list[Summary]:
 
 def render_table(rows: Sequence[Summary]) -> str:
     """A plain-text table, datasets first, then their fault types, then the total."""
-    head = f"{'group':<44} {'engine':<19} {'cases':>5} {'AC@1':>6} {'AC@3':>6} {'Avg@5':>6} {'fault':>6} {'med s':>7} {'max s':>7}"
+    head = f"{'group':<44} {'engine':<19} {'cases':>5} {'AC@1':>6} {'AC@3':>6} {'Avg@5':>6} {'fault':>6} {'med s':>7} {'max s':>7} {'errors':>6}"
     lines = [head, "-" * len(head)]
 
     def order(s: Summary) -> tuple[int, str, str]:
@@ -33,7 +33,7 @@ def render_table(rows: Sequence[Summary]) -> str:
     for s in sorted(rows, key=order):
         lines.append(
             f"{s.group:<44} {s.engine:<19} {s.cases:>5} {s.ac1:>6.3f} {s.ac3:>6.3f} {s.avg5:>6.3f} "
-            f"{s.fault_acc:>6.3f} {s.median_seconds:>7.2f} {s.max_seconds:>7.2f}"
+            f"{s.fault_acc:>6.3f} {s.median_seconds:>7.2f} {s.max_seconds:>7.2f} {s.errors:>6}"
         )
     return "\n".join(lines)
 
@@ -57,6 +57,16 @@ def render_seed_spread(rows: Sequence[Summary]) -> str:
     return "\n".join(lines)
 
 
+def render_errors(results: Sequence[CaseResult]) -> str:
+    """The runs that failed, each counted as a miss: case, engine and what broke."""
+    failed = [r.outcome for r in results if r.error is not None]
+    if not failed:
+        return ""
+    lines = [f"{len(failed)} run(s) failed, each counted as a miss:"]
+    lines += [f"  {o.case_id}  {o.engine}: {o.error}" for o in failed]
+    return "\n".join(lines)
+
+
 def render_costs(results: Sequence[CaseResult]) -> str:
     """Per engine, what one investigation costs on average (the paper's Table 1 columns)."""
     by_engine: dict[str, list[CaseResult]] = defaultdict(list)
@@ -77,34 +87,28 @@ def render_costs(results: Sequence[CaseResult]) -> str:
     return "\n".join(lines)
 
 
-def to_json(results: Sequence[CaseResult]) -> dict:
+def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
     """The stable evaluation format other tools read."""
     cases = []
     for r in results:
-        d = r.diagnosis
-        present = r.case.incident.sources.modalities()
+        d, o = r.diagnosis, r.outcome
         cases.append(
             {
                 "engine": d.engine,
-                "dataset": r.outcome.dataset,
-                "case_id": r.outcome.case_id,
-                "truth": {
-                    "service": r.case.label.service,
-                    "fault_type": r.case.label.fault_type.value,
-                },
+                "dataset": o.dataset,
+                "case_id": o.case_id,
+                "truth": {"service": o.truth_service, "fault_type": o.truth_fault.value},
                 "ranking": [
-                    {
-                        "service": c.service,
-                        "score": round(c.score, 6),
-                        "fault_type": c.fault_type.value,
-                    }
+                    {"service": c.service, "score": round(c.score, 6), "fault_type": c.fault_type.value}
                     for c in d.ranking
                 ],
-                "modalities": present,
+                "window": r.incident.window.to_iso() if r.incident is not None else None,
+                "modalities": r.incident.sources.modalities() if r.incident is not None else {},
                 "missing": list(d.missing),
-                "seconds": round(r.outcome.seconds, 4),
+                "seconds": round(o.seconds, 4),
                 "llm_calls": d.cost.llm_calls,
                 "llm_tokens": d.cost.llm_tokens,
+                "error": r.error,
             }
         )
-    return {"version": FORMAT_VERSION, "cases": cases}
+    return {"version": FORMAT_VERSION, "protocol": protocol, "cases": cases}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rca.errors import LayoutNotFound
-from rca.model import Incident, IncidentCase
+from rca.model import BrokenCase, Incident, IncidentCase
 from rca.sources.nezha import is_nezha_root, load_nezha
 from rca.sources.petshop import is_petshop_scenario, load_petshop
 from rca.sources.snapshot import MANIFEST, is_snapshot, load_snapshot
@@ -13,14 +13,15 @@ from rca.sources.snapshot import MANIFEST, is_snapshot, load_snapshot
 _MAX_DEPTH = 4
 
 
-def find_cases(path: Path | str) -> list[IncidentCase]:
-    """Every labelled case under path, from every layout found there."""
+def find_cases(path: Path | str, *, broken: list[BrokenCase] | None = None) -> list[IncidentCase]:
+    """Every labelled case under path, from every layout found there. With `broken`, a case
+    whose files cannot be read is put there instead of stopping the search."""
     root = Path(path)
     if not root.exists():
         raise LayoutNotFound(root)
     cases: list[IncidentCase] = []
-    _walk(root.resolve(), 0, cases)
-    if not cases:
+    _walk(root.resolve(), 0, cases, broken)
+    if not cases and not broken:
         raise LayoutNotFound(root)
     return cases
 
@@ -39,19 +40,19 @@ def find_recordings(path: Path | str) -> list[Incident]:
         raise
 
 
-def _walk(folder: Path, depth: int, out: list[IncidentCase]) -> None:
+def _walk(folder: Path, depth: int, out: list[IncidentCase], broken: list[BrokenCase] | None) -> None:
     if is_nezha_root(folder):
-        out.extend(load_nezha(folder))
+        out.extend(load_nezha(folder, broken=broken))
         return
     if is_petshop_scenario(folder):
-        out.extend(load_petshop(folder))
+        out.extend(load_petshop(folder, broken=broken))
         return
     children = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
     scenarios = [c for c in children if is_petshop_scenario(c)]
     if scenarios:
-        out.extend(load_petshop(folder))
+        out.extend(load_petshop(folder, broken=broken))
         children = [c for c in children if c not in scenarios]
     if depth >= _MAX_DEPTH:
         return
     for child in children:
-        _walk(child, depth + 1, out)
+        _walk(child, depth + 1, out, broken)

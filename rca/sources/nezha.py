@@ -28,6 +28,7 @@ import pandas as pd
 
 from rca.errors import InputError, MalformedFile
 from rca.model import (
+    BrokenCase,
     CaseId,
     Incident,
     IncidentCase,
@@ -354,6 +355,11 @@ class _FolderTopology:
         self._kpi = kpi_entities
         self._graph: nx.DiGraph | None = None
 
+    def over(self, window: Window) -> _FolderTopology:
+        """The same call graph for another window of the incident's day: its spans replace
+        the old window's."""
+        return _FolderTopology(tuple((f, w if w is None else window) for f, w in self._parts), self._kpi)
+
     async def topology(self) -> nx.DiGraph:
         if self._graph is None:
             spans = [s for f, w in self._parts for s in f.minute_records("trace", w)]
@@ -376,28 +382,28 @@ class _Fault:
     kind: str
 
 
-def _read_faults(day: Path) -> list[_Fault]:
+def _read_faults(day: Path, name: str = "", broken: list[BrokenCase] | None = None) -> list[_Fault]:
     lists = sorted(day.glob("*fault_list*.json"))
     faults: list[_Fault] = []
     for path in lists:
         try:
             data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise MalformedFile(path, f"not JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise MalformedFile(path, "expected an object of hours")
-        for entries in data.values():
-            for e in entries if isinstance(entries, list) else []:
-                try:
-                    faults.append(
-                        _Fault(
-                            parse_timestamp(str(e["inject_time"])),
-                            str(e["inject_pod"]),
-                            str(e["inject_type"]),
-                        )
-                    )
-                except (KeyError, TypeError, InputError) as exc:
-                    raise MalformedFile(path, f"bad fault entry {e!r}: {exc}") from exc
+            if not isinstance(data, dict):
+                raise MalformedFile(path, "expected an object of hours")
+        except (OSError, json.JSONDecodeError, MalformedFile) as exc:
+            error = exc if isinstance(exc, MalformedFile) else MalformedFile(path, f"not JSON: {exc}")
+            if broken is None:
+                raise error from exc
+            broken.append(BrokenCase(CaseId(f"{name}/{day.name}/{path.name}"), name, str(error)))
+            continue
+        for i, e in enumerate(e for entries in data.values() for e in (entries if isinstance(entries, list) else [])):
+            try:
+                faults.append(_Fault(parse_timestamp(str(e["inject_time"])), str(e["inject_pod"]), str(e["inject_type"])))
+            except (KeyError, TypeError, InputError) as exc:
+                error = MalformedFile(path, f"bad fault entry {e!r}: {exc}")
+                if broken is None:
+                    raise error from exc
+                broken.append(BrokenCase(CaseId(f"{name}/{day.name}/entry-{i + 1}"), name, str(error)))
     return sorted(faults, key=lambda f: f.time)
 
 
@@ -413,12 +419,13 @@ def case_window(case_id: str, inject: float) -> Window:
     return Window(inject - before, inject + after)
 
 
-def load_nezha(root: Path, *, dataset: str | None = None) -> list[IncidentCase]:
-    """Every labelled fault under a Nezha-layout root."""
+def load_nezha(root: Path, *, dataset: str | None = None, broken: list[BrokenCase] | None = None) -> list[IncidentCase]:
+    """Every labelled fault under a Nezha-layout root (a fault list that cannot be read, or an
+    entry of it, goes to `broken` where given, else raises MalformedFile)."""
     name = dataset or root.name
     cases = []
     for day_path in sorted(p for p in (root / "rca_data").iterdir() if p.is_dir()):
-        faults = _read_faults(day_path)
+        faults = _read_faults(day_path, name, broken)
         if not faults:
             continue
         folder = _Folder(day_path)
@@ -437,7 +444,7 @@ def _day_cases(
         clock = datetime.fromtimestamp(fault.time, tz=UTC).strftime("%H:%M:%S")
         case_id = CaseId(f"{name}/{folder.day}/{clock}")
         incident = day_incident(name, folder, normal, case_id, case_window(case_id, fault.time), kpi=kpi)
-        label = Label(service_of_pod(fault.pod), fault_type_from_text(fault.kind), fault.kind)
+        label = Label(service_of_pod(fault.pod), fault_type_from_text(fault.kind), fault.kind, fault.time)
         out.append(IncidentCase(incident, label))
     return out
 

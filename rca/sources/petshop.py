@@ -19,6 +19,7 @@ import pandas as pd
 
 from rca.errors import InputError, MalformedFile
 from rca.model import (
+    BrokenCase,
     CaseId,
     Incident,
     IncidentCase,
@@ -111,16 +112,17 @@ def _span(series: list[Series], path: Path) -> Window:
     return Window(float(stamps.min()), float(stamps.max()) + step)
 
 
-def load_petshop(root: Path, *, dataset: str | None = None) -> list[IncidentCase]:
-    """Every labelled issue of every scenario folder at or directly below root."""
+def load_petshop(root: Path, *, dataset: str | None = None, broken: list[BrokenCase] | None = None) -> list[IncidentCase]:
+    """Every labelled issue of every scenario folder at or directly below root (an issue whose
+    files cannot be read goes to `broken` where given, else raises MalformedFile)."""
     scenarios = [root] if is_petshop_scenario(root) else sorted(
         p for p in root.iterdir() if p.is_dir() and is_petshop_scenario(p)
     )  # fmt: skip
     name = dataset or (root.parent.name if scenarios == [root] else root.name)
-    return [case for s in scenarios for case in _scenario_cases(name, s)]
+    return [case for s in scenarios for case in _scenario_cases(name, s, broken)]
 
 
-def _scenario_cases(name: str, scenario: Path) -> list[IncidentCase]:
+def _scenario_cases(name: str, scenario: Path, broken: list[BrokenCase] | None) -> list[IncidentCase]:
     graph_path = _find(scenario, "graph")
     assert graph_path is not None
     topology = StaticTopology(read_graph(graph_path))
@@ -128,32 +130,44 @@ def _scenario_cases(name: str, scenario: Path) -> list[IncidentCase]:
     normal_series = read_metrics(normal_path) if normal_path else None
     out = []
     for issue in _issue_dirs(scenario):
-        metrics_path = _find(issue, "metrics")
-        assert metrics_path is not None
-        target = _read_target(issue / "target.json")
-        series = read_metrics(metrics_path)
-        window = _span(series, metrics_path)
-        alert = target["target"].get("timestamp")
-        alert_time = parse_timestamp(alert) if alert is not None else None
-        sources = Sources(metrics=InMemoryMetrics(series), topology=topology)
-        if normal_series is not None and normal_path is not None:
-            normal = Normal(
-                _span(normal_series, normal_path), Sources(metrics=InMemoryMetrics(normal_series))
-            )
-        elif alert_time is not None and alert_time > window.start:
-            normal = Normal(Window(window.start, alert_time), sources)
-        else:
-            normal = None
-        place = issue.relative_to(scenario.parent).as_posix()
-        notes = ["logs: absent", "traces: absent"]
-        if normal_series is None:
-            notes.append("normal metrics: noissue/ absent, using the series before the symptom")
-        incident = Incident(
-            id=CaseId(f"{name}/{place}"), dataset=name, symptom=str(target["target"]["node"]),
-            window=window, sources=sources, normal={Modality.METRICS: normal} if normal else {},
-            alert_time=alert_time, notes=tuple(notes),
-        )  # fmt: skip
-        command = str(target.get("metadata", {}).get("reproducibility", {}).get("command", ""))
-        label = Label(str(target["root_cause"]["node"]), fault_type_from_text(command), command)
-        out.append(IncidentCase(incident, label))
+        try:
+            out.append(_issue_case(name, scenario, issue, topology, normal_series, normal_path))
+        except MalformedFile as exc:
+            if broken is None:
+                raise
+            place = issue.relative_to(scenario.parent).as_posix()
+            broken.append(BrokenCase(CaseId(f"{name}/{place}"), name, str(exc)))
     return out
+
+
+def _issue_case(name: str, scenario: Path, issue: Path, topology: StaticTopology,
+                normal_series: list[Series] | None, normal_path: Path | None) -> IncidentCase:  # fmt: skip
+    """One labelled issue."""
+    metrics_path = _find(issue, "metrics")
+    assert metrics_path is not None
+    target = _read_target(issue / "target.json")
+    series = read_metrics(metrics_path)
+    window = _span(series, metrics_path)
+    alert = target["target"].get("timestamp")
+    alert_time = parse_timestamp(alert) if alert is not None else None
+    sources = Sources(metrics=InMemoryMetrics(series), topology=topology)
+    if normal_series is not None and normal_path is not None:
+        normal = Normal(
+            _span(normal_series, normal_path), Sources(metrics=InMemoryMetrics(normal_series))
+        )
+    elif alert_time is not None and alert_time > window.start:
+        normal = Normal(Window(window.start, alert_time), sources)
+    else:
+        normal = None
+    place = issue.relative_to(scenario.parent).as_posix()
+    notes = ["logs: absent", "traces: absent"]
+    if normal_series is None:
+        notes.append("normal metrics: noissue/ absent, using the series before the symptom")
+    incident = Incident(
+        id=CaseId(f"{name}/{place}"), dataset=name, symptom=str(target["target"]["node"]),
+        window=window, sources=sources, normal={Modality.METRICS: normal} if normal else {},
+        alert_time=alert_time, notes=tuple(notes),
+    )  # fmt: skip
+    command = str(target.get("metadata", {}).get("reproducibility", {}).get("command", ""))
+    label = Label(str(target["root_cause"]["node"]), fault_type_from_text(command), command, alert_time)
+    return IncidentCase(incident, label)

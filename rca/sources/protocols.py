@@ -76,3 +76,14 @@ class TopologySource(Protocol):
     async def topology(self) -> nx.DiGraph:
         """The service call graph, caller -> callee."""
         ...
+
+
+@runtime_checkable
+class WindowedTopology(Protocol):
+    """A call graph read from the incident window's own spans, which moves with the window."""
+
+    async def topology(self) -> nx.DiGraph: ...
+
+    def over(self, window: Window) -> TopologySource:
+        """The call graph as read for another window."""
+        ...
