@@ -29,13 +29,22 @@ from rca.engines import Engine, build_engine, engine_names
 from rca.engines.lats import VARIANTS, SearchEngine, diagnosis_of
 from rca.errors import InputError, RcaError
 from rca.evaluation.harness import evaluate
-from rca.evaluation.report import render_costs, render_seed_spread, render_table, summaries, to_json
+from rca.evaluation.protocols import parse_protocol
+from rca.evaluation.report import (
+    render_costs,
+    render_errors,
+    render_seed_spread,
+    render_table,
+    summaries,
+    to_json,
+)
 from rca.evaluation.star_eval import evaluate_star
 from rca.evaluation.star_eval import render as render_star
 from rca.evidence.toolbox import Toolbox
-from rca.model import Diagnosis, Incident
+from rca.model import BrokenCase, Diagnosis, Incident
 from rca.reasoners import Reasoner
 from rca.replay import replay_incident
+from rca.rules import RULES
 from rca.search.events import Finished
 from rca.sources.datasets import find_cases, find_recordings
 from rca.sources.snapshot import write_snapshot
@@ -121,12 +130,17 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="measure engines on every labelled case under a path")
     ev.add_argument("path", type=Path)
     ev.add_argument("--engine", default="lats", help=f"comma-separated: {','.join(engine_names())}")
-    ev.add_argument("--ablate", default="", help="comma-separated lats ablations: batching,backprop,reflection,check")
+    ev.add_argument("--ablate", default="", help="comma-separated lats ablations: batching,backprop,reflection,check, or rule:NAME "
+                         "for a scoring rule (rcabot rules lists them)")
     ev.add_argument("--repair", action="store_true", help="also run each search engine followed by STAR's repair")
     ev.add_argument("--seeds", default="", type=_seeds,
                     help="comma-separated sampling seeds: also run each search engine with each (how stable it is)")
     ev.add_argument("--json", type=Path, dest="json_out", help="write per-case results here")
     ev.add_argument("--match", default="", help="only cases whose id contains this text")
+    ev.add_argument("--protocol", default="realistic",
+                    help="where each window lies: realistic (default: ends 1-5 min after the fault began, "
+                         "reaches back 15-60 min, no alert time) or centred (the layout's window, as published)")
+    ev.add_argument("--hide", default="", help="comma-separated: logs, traces, metrics, topology (read as absent)")
     ev.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
 
     es = sub.add_parser("eval-star", help="STAR's evaluation: injected reasoning faults, stage localisation")
@@ -150,6 +164,8 @@ def _parser() -> argparse.ArgumentParser:
     ve.add_argument("--json", action="store_true", help="print the run as JSON")
 
     sub.add_parser("demo", help="investigate the embedded TrainTicket incident, offline")
+
+    sub.add_parser("rules", help="the scoring rules, each with its principle (for --ablate rule:NAME)")
 
     sub.add_parser("serve", help="run the Slack app (settings from the environment, see .env.example)")
 
@@ -195,6 +211,10 @@ async def _run(args: argparse.Namespace) -> int:
         return await _eval(args)
     if args.command == "demo":
         return await _demo()
+    if args.command == "rules":
+        for rule in RULES:
+            print(f"{rule.name:<14} {rule.principle}")
+        return 0
     if args.command == "audit":
         return await _audit(args)
     if args.command == "eval-star":
@@ -359,17 +379,24 @@ async def _eval(args: argparse.Namespace) -> int:
         engines += [build_engine(n, repair=True, reasoner=reasoner) for n in args.engine.split(",") if n.strip() in VARIANTS]
     engines += [build_engine(n.strip(), reasoner=reasoner, seed=seed) for seed in args.seeds
                 for n in args.engine.split(",") if n.strip() in VARIANTS]  # fmt: skip
-    cases = [c for c in find_cases(args.path) if args.match in c.id]
-    results = await evaluate(engines, cases, progress=ProgressBar())
+    protocol = parse_protocol(args.protocol, args.hide)
+    broken: list[BrokenCase] = []
+    cases = [c for c in find_cases(args.path, broken=broken) if args.match in c.id]
+    broken = [b for b in broken if args.match in b.id]
+    results = await evaluate(engines, cases, protocol=protocol, progress=ProgressBar(), broken=broken)
     rows = summaries(results)
+    print(f"protocol: {protocol.name}")
     print(render_table(rows))
+    if failed := render_errors(results):
+        print()
+        print(failed)
     if spread := render_seed_spread(rows):
         print()
         print(spread)
     print()
     print(render_costs(results))
     if args.json_out:
-        args.json_out.write_text(json.dumps(to_json(results), indent=1))
+        args.json_out.write_text(json.dumps(to_json(results, protocol=protocol.name), indent=1))
         print(f"wrote {len(results)} result(s) to {args.json_out}")
     return 0
 

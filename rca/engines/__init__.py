@@ -46,8 +46,8 @@ def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasone
         if seed is not None:
             variant = Variant(variant.name, variant.order, replace(variant.config, seed=seed))
         if ablation:
-            if ablation not in ABLATIONS:
-                raise EngineError(f"unknown ablation {ablation!r}; choose from {', '.join(ABLATIONS)}")
+            if ablation not in ABLATIONS and not ablation.startswith("rule:"):
+                raise EngineError(f"unknown ablation {ablation!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")
             variant = Variant(variant.name, variant.order, ablate(variant.config, ablation))
             key = f"{key}-no-{ablation}"
         return SearchEngine(variant, name=key if seed is None else f"{key}@seed{seed}", reasoner=reasoner)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
+from rca.errors import InputError
 from rca.model import Candidate, Cost, Diagnosis, FaultType, Incident
 from rca.reasoners import Reasoner
 from rca.reasoners.offline import OfflineReasoner
+from rca.rules import parse_rules
 from rca.search.actions import AgentKind
 from rca.search.config import SearchConfig
 from rca.search.events import Event, Finished
@@ -42,8 +44,12 @@ ABLATIONS = ("batching", "backprop", "reflection", "check")
 
 
 def ablate(config: SearchConfig, what: str) -> SearchConfig:
-    """The paper's ablations (one candidate per expansion, no backpropagation, no reflection)
-    and ours: no closing check of the leading suspects' neighbourhoods."""
+    """The paper's ablations (one candidate per expansion, no backpropagation, no reflection),
+    ours (no closing check of the leading suspects' neighbourhoods), and any scoring rule
+    (`rule:NAME`, see rca.rules)."""
+    if what.startswith("rule:"):
+        rules = parse_rules(what.removeprefix("rule:"))
+        return replace(config, scoring=replace(config.scoring, off=config.scoring.off | rules))
     if what == "batching":
         return replace(config, n_candidates=1)
     if what == "backprop":
@@ -52,7 +58,7 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, reflection=False)
     if what == "check":
         return replace(config, check_top=0)
-    raise ValueError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)}")
+    raise InputError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")
 
 
 class SearchEngine:

@@ -1,0 +1,59 @@
+"""The scoring rules: each holds in any call graph, states its principle in one sentence that
+names no system, and can be switched off (`rcabot eval --ablate rule:NAME`) to measure what
+it is worth.
+
+A rule reads a `Board` (per-service values, fault types, and what the evidence says about
+time and calls) and returns adjusted values; `rca.hypotheses.score_hypotheses` applies them
+in a fixed order. Their effect per dataset is in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rca.errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    principle: str
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("timing", "The incident asked about is the one the symptom shows: an anomaly over before it, begun "
+                   "well after it alerted, or going on since before the data, belongs to another."),  # fmt: skip
+    Rule("background", "A signal that moved in most services at once is background: what points at a service "
+                       "is how far it stands above the others."),  # fmt: skip
+    Rule("footprint", "Memory that rose with the CPU, not before it, is the CPU fault's footprint."),
+    Rule("comovement", "A cause's metrics move with the symptom's."),
+    Rule("reach", "A service the symptom does not call, even indirectly, cannot have caused it."),
+    Rule("endpoints", "An endpoint seen only from its callers' side that moves with a sibling callee is that "
+                      "sibling seen through a proxy."),  # fmt: skip
+    Rule("victims", "A service whose anomaly an anomalous callee can explain (one begun no later and still "
+                    "going) is that callee's victim."),  # fmt: skip
+    Rule("divergence", "A callee whose anomaly grew as the caller's waned did not cause the caller's."),
+    Rule("named_callees", "Where a service's failed calls name their callee, only that callee, or what lies "
+                          "behind it, explains them."),  # fmt: skip
+    Rule("answers", "A callee whose anomaly began well after an anomalous caller's is answering the caller's "
+                    "changed calls."),  # fmt: skip
+    Rule("dominance", "A service whose own resources shifted an order of magnitude more than any other "
+                      "service's is the first suspect, whatever else the rules say."),  # fmt: skip
+)
+RULE_NAMES = tuple(r.name for r in RULES)
+
+
+def principle_of(name: str) -> str:
+    """The one-sentence principle of a rule."""
+    for r in RULES:
+        if r.name == name:
+            return r.principle
+    raise InputError(f"unknown rule {name!r}; choose from {', '.join(RULE_NAMES)}")
+
+
+def parse_rules(names: str) -> frozenset[str]:
+    """Rule names from a comma-separated list, each checked."""
+    out = frozenset(n.strip() for n in names.split(",") if n.strip())
+    for n in out:
+        principle_of(n)
+    return out

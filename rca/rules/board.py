@@ -1,0 +1,24 @@
+"""What the value rules read: the hypotheses' values so far and what the evidence says."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
+from rca.evidence import Evidence, EvidenceId
+from rca.model import FaultType, Window
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    """The evidence behind the hypotheses and the call graph they sit in."""
+
+    evidence: Sequence[Evidence]
+    graph: nx.DiGraph
+    window: Window
+    symptom: str
+    faults: dict[str, FaultType]  # each service's best fault type
+    cites: dict[str, set[EvidenceId]]  # the evidence each service's hypothesis cites
+    current: frozenset[EvidenceId]  # the evidence of the incident asked about (rule `timing`)

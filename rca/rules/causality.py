@@ -1,0 +1,65 @@
+"""What the evidence tells about order and blame, for telling causes from effects."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rca.evidence import Evidence, EvidenceId, EvidenceKind, earliest_onsets
+from rca.profiles import comovement, profile_step
+from rca.topology import ONSET_TOLERANCE, in_causal_order
+
+
+@dataclass(frozen=True, slots=True)
+class Causality:
+    active: dict[str, list[tuple[float, float | None]]]  # per entity, (onset, until) of its anomalies
+    began: dict[str, float]  # when the anomaly that makes each entity a suspect began
+    under_way: set[str]  # entities whose placed anomalies were all under way before their data began
+    failed_on: dict[str, set[str]]  # the callees each service's failed calls name
+    course: dict[str, tuple[tuple[float, float], ...]]  # per entity, its strongest cited z-profile, worse up
+    step: float  # the sampling step the courses share
+
+    @classmethod
+    def of(cls, everything: Sequence[Evidence], cited: dict[str, set[EvidenceId]],
+           current: frozenset[EvidenceId] | None = None) -> Causality:  # fmt: skip
+        """From all the evidence when each anomaly ran; from this incident's (`current`, all
+        when None) when each suspect's began, what its failed calls name and its course."""
+        active: dict[str, list[tuple[float, float | None]]] = defaultdict(list)
+        for ev in everything:
+            if ev.onset is not None:
+                active[ev.entity].append((ev.onset, ev.until))
+        evidence = [ev for ev in everything if current is None or ev.id in current]
+        failed_on: dict[str, set[str]] = defaultdict(set)
+        for ev in evidence:
+            if ev.kind is EvidenceKind.LOG_DEPENDENCY_ERROR:
+                failed_on[ev.entity].update(ev.peers)
+        # from the evidence the entity's hypothesis cites, or from any of its evidence where
+        # none of that is placed
+        began = earliest_onsets(evidence) | earliest_onsets(ev for ev in evidence if ev.id in cited.get(ev.entity, ()))
+        strongest: dict[str, Evidence] = {}
+        for ev in evidence:
+            if ev.profile and ev.id in cited.get(ev.entity, ()) and (
+                    ev.entity not in strongest or ev.score > strongest[ev.entity].score):  # fmt: skip
+                strongest[ev.entity] = ev
+        course = {e: tuple((t, z * ev.direction) for t, z in ev.profile) for e, ev in strongest.items()}
+        fresh = {ev.entity for ev in evidence if ev.onset is not None and not ev.under_way}
+        under_way = {ev.entity for ev in evidence if ev.onset is not None} - fresh
+        return cls(active, began, under_way, failed_on, course, profile_step(list(strongest.values())))
+
+    def diverged(self, a: str, b: str) -> bool:
+        """The anomalies that make two entities suspects ran against each other (one grew as
+        the other waned), where both were profiled over three samples or more."""
+        if a not in self.course or b not in self.course:
+            return False
+        c = comovement(self.course[a], self.course[b], self.step, signed=True)
+        return c is not None and c < 0.0
+
+    def was_active(self, entity: str, when: float | None) -> bool:
+        """Some anomaly of the entity had begun by `when` and not yet ended (unknown times do
+        not object)."""
+        intervals = self.active.get(entity, [])
+        if not intervals or when is None:
+            return True
+        return any(in_causal_order(onset, when) and (until is None or until >= when - ONSET_TOLERANCE)
+                   for onset, until in intervals)  # fmt: skip

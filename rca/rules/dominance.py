@@ -1,0 +1,51 @@
+"""Rule `dominance`: a service whose own resources shifted an order of magnitude more than any
+other service's (or than a notable deviation, ONSET_Z, where no other shifted) is the first
+suspect, whatever else the rules say.
+
+A plain robust score (BARO's) gets such cases right by ranking on the largest deviation; the
+rules that weigh propagation and timing must not bury them. Only a service's own resources
+count (CPU, memory, disk, network, series of a kind not known): latency, errors and traffic
+also move in its callers. Only this incident's evidence counts (rule `timing`).
+"""
+
+from __future__ import annotations
+
+from rca.evidence import EvidenceKind
+from rca.evidence.runs import ONSET_Z
+from rca.rules.board import Board
+from rca.signals import Signal, bad_direction, is_host_metric
+
+ORDER_OF_MAGNITUDE = 10.0
+_OWN = (Signal.CPU, Signal.MEMORY, Signal.DISK)
+
+
+def own_shift(board: Board) -> dict[str, float]:
+    """Per service, the largest deviation of its own resources in this incident."""
+    out: dict[str, float] = {}
+    for ev in board.evidence:
+        if (ev.kind is not EvidenceKind.METRIC_SHIFT or ev.signal not in _OWN or is_host_metric(ev.subject)
+                or ev.id not in board.current):  # fmt: skip
+            continue
+        if ev.signal in (Signal.CPU, Signal.MEMORY, Signal.DISK) and ev.direction != bad_direction(ev.subject):
+            continue  # less CPU or memory used is no resource fault
+        out[ev.entity] = max(out.get(ev.entity, 0.0), ev.score)
+    return out
+
+
+def lift_dominant(values: dict[str, tuple[float, str]], board: Board) -> dict[str, tuple[float, str]]:
+    """The dominant service, if one, placed first (its value raised to just above the best)."""
+    shifts = own_shift(board)
+    if not shifts:
+        return values
+    ranked = sorted(shifts.items(), key=lambda kv: -kv[1])
+    top, z = ranked[0]
+    second = ranked[1][1] if len(ranked) > 1 else 0.0
+    if top not in values or z < ORDER_OF_MAGNITUDE * max(second, ONSET_Z):
+        return values
+    best = max(v for v, _ in values.values())
+    value, why = values[top]
+    if value >= best:
+        return values
+    out = dict(values)
+    out[top] = (min(1.0, best + 1e-3), f"its own resources shifted {z / max(second, ONSET_Z):.0f}x more than any other service's")
+    return out

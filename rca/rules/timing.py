@@ -1,0 +1,60 @@
+"""Rule `timing`: the incident asked about is the one the symptom shows; an anomaly that ran at
+another time belongs to another incident.
+
+Its time is the symptom's: when the symptom alerted, where that is known; else the symptom's
+anomaly that goes on when the window closes; else the window's close itself (the user asks
+about now). An anomaly over before then, begun well after the symptom's began, or already
+under way before the data began when the symptom's began inside them, is another incident's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rca.evidence import Evidence
+from rca.model import Modality
+from rca.profiles import profile_step
+from rca.topology import ONSET_TOLERANCE
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """When the incident asked about ran, as far as the symptom tells."""
+
+    start: float | None  # None: not known (under way before the data, or no symptom seen)
+    end: float | None  # None: it goes on
+
+
+def reference(evidence: Sequence[Evidence], symptom: str, alert_time: float | None) -> Reference:
+    """The alert time, or the symptom's anomaly going on at the window's close, or nothing
+    known (the window's close)."""
+    if alert_time is not None:
+        return Reference(alert_time, alert_time)
+    going = [ev for ev in evidence if ev.entity == symptom and ev.until is None and ev.onset is not None
+             and not ev.under_way]  # fmt: skip
+    if going:
+        return Reference(min(ev.onset for ev in going if ev.onset is not None), None)
+    return Reference(None, None)
+
+
+def weight(ev: Evidence, ref: Reference, *, past_weight: float, timing: bool = True) -> float:
+    """The weight of one piece of evidence, in [0, 1], by when its anomaly ran: 1 for this
+    incident's, `past_weight` for another's, and halfway for a metric blip that cannot be
+    placed (it never held two samples)."""
+    if not timing:
+        return 1.0
+    tol = max(ONSET_TOLERANCE, profile_step([ev]))
+    if ref.start is None:  # the window's close is the incident's time
+        if ev.until is not None or ev.under_way:
+            return past_weight
+    else:
+        if ev.until is not None and ev.until < ref.start - tol:
+            return past_weight  # over before the symptom's began
+        if ev.under_way:
+            return past_weight  # going on since before the data, long before the symptom's began
+        if ref.end is not None and ev.onset is not None and ev.onset > ref.end + tol:
+            return past_weight  # began well after the symptom alerted: it followed
+    if ev.onset is None and ev.modality is not Modality.LOGS:
+        return (1.0 + past_weight) / 2
+    return 1.0
