@@ -1,7 +1,19 @@
-"""What a metric measures, read from its name, whatever the exporter called it."""
+"""What a metric measures, read from its name, whatever the exporter called it.
+
+A name is cut into words (at separators, camelCase and digit boundaries: `PodServerLatencyP90(s)`
+-> pod server latency p90 s; `container_memory_working_set_bytes`; `lat_99`; `node_load1`) and
+the words are looked up in the vocabularies of the common exporters and conventions: cAdvisor
+(`container_*`), node-exporter (`node_*`), kube-state-metrics (`kube_*`), OpenTelemetry's
+semantic conventions (`http.server.request.duration`, `process.cpu.utilization`), Micrometer
+(`jvm_memory_used_bytes`, `http_server_requests_seconds_*`) and the short forms of hand-made
+exports (`cpu`, `mem`, `rss`, `heap`, `gc`, `lat_50`, `lat_p99`, `load`, `qps`, `5xx`, `errors`,
+`io`, `disk`, `power`). A name with none of these words is `Signal.OTHER`: still an anomaly of
+its entity, of a kind not known.
+"""
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 from rca.model import FaultType
@@ -19,41 +31,101 @@ class Signal(StrEnum):
     OTHER = "other"
 
 
-_WORDS: tuple[tuple[tuple[str, ...], Signal], ...] = (
-    (("latency", "duration", "responsetime", "response_time", "p90", "p95", "p99"), Signal.LATENCY),
-    (("retrans", "packet_loss", "packetloss", "dropped", "drop_", "_drop"), Signal.PACKET_LOSS),
-    (("success", "availability", "error", "fail", "5xx", "exception"), Signal.ERRORS),
-    (("cpu",), Signal.CPU),
-    (("memory", "mem_", "rss", "heap"), Signal.MEMORY),
-    (("disk", "syscall", "fs_", "io_", "iops"), Signal.DISK),
-    (("network", "receive", "transmit", "bytes", "packet"), Signal.NETWORK),
-    (("workload", "requests", "rate", "ops", "qps", "throughput", "count"), Signal.TRAFFIC),
-)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_PARTS = re.compile(r"[a-z]+|\d+[a-z]*")
+_PERCENTILE = re.compile(r"^p\d{2,3}$")
+
+
+def words(metric: str) -> tuple[str, ...]:
+    """The words of a metric name, lower-cased: `PodServerLatencyP90(s)` -> pod, server,
+    latency, p90, s; `node_load1` -> node, load, 1; `5xx` stays whole."""
+    out: list[str] = []
+    for chunk in re.split(r"[^0-9A-Za-z]+", _CAMEL.sub(" ", metric)):
+        low = chunk.lower()
+        if not low:
+            continue
+        if _PERCENTILE.match(low) or re.fullmatch(r"\dxx", low):
+            out.append(low)
+            continue
+        out.extend(_PARTS.findall(low))
+    return tuple(out)
+
+
+# Word lists per signal, tried in this order: a CPU or an error word decides before a unit
+# word does (`container_cpu_usage_seconds_total` is CPU, `http_server_errors_total` errors).
+_CPU = {"cpu", "cpus", "vcpu", "processor", "power", "energy", "watts", "joules", "load", "loadavg", "throttled",
+        "throttling", "cfs", "steal"}  # fmt: skip
+_ERRORS = {"error", "errors", "err", "errs", "fail", "failed", "failure", "failures", "fault", "faults", "5xx",
+           "exception", "exceptions", "success", "successful", "availability", "unavailable", "restart",
+           "restarts", "crash", "crashes", "crashloop", "panic", "panics", "timeout", "timeouts", "rejected",
+           "refused", "oomkilled", "apdex"}  # fmt: skip
+_LOSS = {"retrans", "retransmit", "retransmits", "retransmitted", "retransmission", "retransmissions", "dropped",
+         "drop", "drops", "loss", "lost"}  # fmt: skip
+_MEMORY = {"memory", "mem", "rss", "heap", "nonheap", "gc", "oom", "swap", "resident", "alloc", "allocated",
+           "allocation", "allocations", "malloc", "pss"}  # fmt: skip
+_DISK = {"disk", "disks", "io", "iops", "fs", "filesystem", "blkio", "inode", "inodes", "volume", "storage", "iowait",
+         "read", "write", "reads", "writes"}  # fmt: skip
+_LATENCY = {"latency", "latencies", "lat", "duration", "durations", "response", "responsetime", "rt", "delay",
+            "elapsed", "seconds", "wait", "slow"}  # fmt: skip
+_NETWORK = {"network", "net", "receive", "received", "transmit", "transmitted", "rx", "tx", "packets", "packet",
+            "tcp", "udp", "socket", "sockets", "bandwidth", "ingress", "egress", "bytes"}  # fmt: skip
+_TRAFFIC = {"workload", "requests", "request", "req", "reqs", "qps", "rps", "tps", "throughput", "ops", "calls",
+            "invocations", "messages", "count", "hits", "sessions", "connections", "users", "active"}  # fmt: skip
+_COUNT_ENDINGS = {"count", "total"}  # `..._seconds_count` counts requests, it does not time them
 
 
 def signal_of(metric: str) -> Signal:
     """The kind of signal a metric name describes."""
-    low = metric.lower()
-    if low.startswith("node"):  # host-level series describe the machine, not the workload
-        low = low[4:]
-    for words, signal in _WORDS:
-        if any(w in low for w in words):
-            return signal
+    ws = words(metric)
+    if ws and ws[0] in _HOSTS:  # host-level series describe the machine; their words still say what
+        ws = ws[1:]
+    found = set(ws)
+    if found & _CPU:
+        return Signal.CPU
+    if found & _ERRORS:
+        return Signal.ERRORS
+    if found & _LOSS:
+        return Signal.PACKET_LOSS
+    if found & _MEMORY:
+        return Signal.MEMORY
+    if found & {"syscall", "syscalls"}:  # system calls count the work a process does, disk or not
+        return Signal.TRAFFIC
+    if found & {"disk", "disks", "fs", "filesystem", "blkio", "iops", "iowait", "io"}:
+        return Signal.DISK
+    if found & _NETWORK - {"bytes"}:
+        return Signal.NETWORK
+    if any(_PERCENTILE.match(w) for w in ws) or found & _LATENCY:
+        if found & {"seconds"} and not found & (_LATENCY - {"seconds"}) and ws[-1] in _COUNT_ENDINGS:
+            return Signal.TRAFFIC
+        return Signal.LATENCY
+    if found & _DISK:
+        return Signal.DISK
+    if found & _TRAFFIC:
+        return Signal.TRAFFIC
+    if found & _NETWORK:
+        return Signal.NETWORK
     return Signal.OTHER
 
 
-_GOOD_WHEN_HIGH = ("success", "availability", "available", "uptime", "ok_", "apdex", "hit")
+# words of a series where a fall, not a rise, is the bad way
+_GOOD_WHEN_HIGH = {"success", "successful", "availability", "available", "avail", "uptime", "up", "ok", "apdex",
+                   "hit", "hits", "free", "idle", "ready", "healthy", "alive"}  # fmt: skip
 
 
 def bad_direction(metric: str) -> int:
     """+1 when a rise of this metric is the bad way (errors, latency), -1 when a fall is
-    (availability, success rate)."""
-    low = metric.lower()
-    return -1 if any(w in low for w in _GOOD_WHEN_HIGH) else 1
+    (availability, success rate, free memory, idle CPU)."""
+    return -1 if set(words(metric)) & _GOOD_WHEN_HIGH else 1
+
+
+_HOSTS = {"node", "host", "machine", "system"}
 
 
 def is_host_metric(metric: str) -> bool:
-    return metric.lower().startswith(("node", "host", "machine"))
+    """A series of the machine a workload runs on, not of the workload (node-exporter's
+    `node_*`, OpenTelemetry's and Micrometer's `system.*`)."""
+    ws = words(metric)
+    return bool(ws) and ws[0] in _HOSTS
 
 
 FAULT_OF_SIGNAL: dict[Signal, FaultType] = {

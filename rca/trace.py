@@ -238,6 +238,7 @@ def from_json(doc: dict[str, Any]) -> Trace:
             entity=e["entity"], subject=e["subject"], score=float(e["score"]), signal=Signal(e["signal"]),
             query=e["query"], detail=e["detail"], onset=e["onset"], direction=int(e["direction"]),
             profile=tuple((float(t), float(z)) for t, z in e["profile"]), until=e.get("until"),
+            under_way=bool(e.get("under_way", False)),
             peers=tuple(e.get("peers", ())),
         )
         for e in ep["evidence"]

@@ -47,6 +47,7 @@ class Evidence:
     profile: tuple[tuple[float, float], ...] = ()  # (time, robust z): the shape of a metric shift
     until: float | None = None  # when the anomaly was last seen, where it ended inside the window
     peers: tuple[str, ...] = ()  # other entities it names: the callees of failed calls
+    under_way: bool = False  # anomalous from the first data read: it began before them, when is unknown
 
     def __post_init__(self) -> None:
         # stored at the precision the trace keeps, so a replay from JSON sees the same numbers
@@ -59,6 +60,7 @@ class Evidence:
             "signal": self.signal.value, "query": self.query, "detail": self.detail,
             "onset": self.onset, "direction": self.direction,
             "profile": [list(p) for p in self.profile], "until": self.until, "peers": list(self.peers),
+            "under_way": self.under_way,
         }  # fmt: skip
 
 

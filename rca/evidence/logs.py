@@ -12,7 +12,9 @@ from drain3 import TemplateMiner
 from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
+from rca.evidence.runs import ONSET_Z
 from rca.model import LogRecord, Severity, Span, Window
+from rca.topology import ONSET_TOLERANCE
 
 _MASKS = (
     (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "UUID"),
@@ -82,7 +84,8 @@ class TemplateShift:
     is_new: bool
     score: float
     onset: float  # when the change began: the start of its run of excess (or of silence); nan if none
-    until: float  # when that run ended (the window's last bin if it goes on)
+    until: float  # when that run ended; nan while it goes on to the last lines read
+    under_way: bool = False  # the run began with the first lines read: it was under way before them
 
 
 def _minutes(logs: Sequence[MinedLog]) -> float:
@@ -115,12 +118,14 @@ ONSET_BIN_SECONDS = 10.0
 
 
 def _anomalous_run(counts: Mapping[int, int], expected: Mapping[int, float], direction: int) -> tuple[int, int] | None:
-    """The first and last bin of the run where the template departs most from its expected
-    counts (Kadane's maximum-sum run of the excess, or of the deficit when direction < 0); a
-    bin counts toward the run only by what exceeds half a Poisson deviation, so that a drift
-    of the shares (another template's change) starts no run."""
+    """The run of bins where the template departs most from its expected counts (Kadane's
+    maximum-sum run of the excess, or of the deficit when direction < 0), carried on to the
+    last bin when the bins after it still depart on their own (three Poisson deviations): the
+    anomaly goes on. A bin counts toward a run only by what exceeds half a Poisson deviation,
+    so that a drift of the shares (another template's change) starts no run."""
+    bins = sorted(set(counts) | set(expected))
     best, found, run, run_start = 0.0, None, 0.0, 0
-    for b in sorted(set(counts) | set(expected)):
+    for b in bins:
         e = expected.get(b, 0.0)
         d = direction * (counts.get(b, 0) - e) - 0.5 * math.sqrt(e + 1.0)
         if run <= 0:
@@ -128,14 +133,27 @@ def _anomalous_run(counts: Mapping[int, int], expected: Mapping[int, float], dir
         run += d
         if run > best:
             best, found = run, (run_start, b)
+    if found is not None and found[1] != bins[-1]:
+        after = [b for b in bins if b > found[1]]
+        seen = sum(counts.get(b, 0) for b in after)
+        want = sum(expected.get(b, 0.0) for b in after)
+        if direction * (seen - want) / math.sqrt(want + 1.0) >= ONSET_Z:
+            return found[0], bins[-1]
     return found
 
 
-def _interval(run: tuple[int, int] | None) -> tuple[float, float]:
-    """A run of bins as (onset, until) in seconds; nan where there is none."""
+# a run that ends within this many bins of the last lines read still goes on
+_GOING_BINS = int(ONSET_TOLERANCE // ONSET_BIN_SECONDS)
+
+
+def _interval(run: tuple[int, int] | None, extent: tuple[int, int]) -> tuple[float, float, bool]:
+    """A run of bins as (onset, until, under way) in seconds: until is nan while the run goes
+    on to the last lines read (`extent`: the first and last bin with lines), and the run was
+    already under way when it starts at the first of them; onset nan where there is none."""
     if run is None:
-        return math.nan, math.nan
-    return run[0] * ONSET_BIN_SECONDS, (run[1] + 1) * ONSET_BIN_SECONDS
+        return math.nan, math.nan, False
+    until = math.nan if run[1] >= extent[1] - _GOING_BINS else (run[1] + 1) * ONSET_BIN_SECONDS
+    return run[0] * ONSET_BIN_SECONDS, until, run[0] <= extent[0]
 
 
 def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list[TemplateShift]:
@@ -191,10 +209,11 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
             score = max(score, (place_now[at] - at_expected) / math.sqrt(at_expected + 1.0))
         share = base[key] / base_total[entity] if base_total[entity] else 0.0
         lines = service_bins.get(entity, Counter())
-        onset, until = _interval(_anomalous_run(bins.get(key, Counter()), {b: share * n for b, n in lines.items()},
-                                                1 if score >= 0 else -1))  # fmt: skip
+        extent = (min(lines), max(lines)) if lines else (0, 0)
+        onset, until, under_way = _interval(_anomalous_run(
+            bins.get(key, Counter()), {b: share * n for b, n in lines.items()}, 1 if score >= 0 else -1), extent)
         out.append(TemplateShift(entity, tid, template, sev, observed / c_min, normal_rate,
-                                 expected / c_min, normal_rate == 0 and observed > 0, score, onset, until))  # fmt: skip
+                                 expected / c_min, normal_rate == 0 and observed > 0, score, onset, until, under_way))  # fmt: skip
     return sorted(out, key=lambda s: -abs(s.score))
 
 
@@ -260,6 +279,7 @@ class CutPath:
     score: float
     onset: float
     until: float
+    under_way: bool = False
 
 
 _Marks = dict[tuple[str, str], dict[str, tuple[float, str]]]  # (service, trace) -> mark -> (time, words)
@@ -365,8 +385,10 @@ def cut_paths(
         if cut[key] == 0 or ((entity, a) in best and best[(entity, a)].score >= score):
             continue
         all_, missing = bins[key]
-        onset, until = _interval(_anomalous_run(missing, {t: k * (1.0 - share) for t, k in all_.items()}, 1))
-        best[(entity, a)] = CutPath(entity, a, words[(entity, a)], b, words[(entity, b)], n, cut[key], share, score, onset, until)
+        onset, until, under_way = _interval(_anomalous_run(missing, {t: k * (1.0 - share) for t, k in all_.items()}, 1),
+                                            (min(all_), max(all_)))  # fmt: skip
+        best[(entity, a)] = CutPath(entity, a, words[(entity, a)], b, words[(entity, b)], n, cut[key], share, score,
+                                    onset, until, under_way)  # fmt: skip
     return sorted(best.values(), key=lambda c: -c.score)
 
 

@@ -49,8 +49,6 @@ LOG_MIN_Z = 3.0
 MAX_CUTS = 2  # code paths cut short, per service
 TRACE_MIN_Z = 3.0
 READ_TIMEOUT = 120.0  # the longest any one backend read may take; each source bounds its own queries first
-LOCAL_SHARE = 0.25  # without an alert time, the window's first quarter is its recent past
-ALERT_LEAD = 60.0  # seconds before an alert that already belong to the incident
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,19 +106,6 @@ class Toolbox:
         if not records and modality not in self.failed:
             self.missing.append(f"{modality}: no records in the window")
 
-    def local_end(self) -> float:
-        """Where the window's recent past ends: a quarter into the window, and with an
-        alert time at the latest ALERT_LEAD before it.
-
-        Not at the alert time itself: the cause moves before the symptom alerts, or in the
-        same sample when the series are coarse, and that move must not count as the past.
-        """
-        w = self.incident.window
-        end = w.start + LOCAL_SHARE * w.seconds
-        if self.incident.alert_time is not None:
-            end = min(end, self.incident.alert_time - ALERT_LEAD)
-        return end
-
     def _next_id(self) -> EvidenceId:
         return EvidenceId(f"ev-{next(self._ids)}")
 
@@ -165,7 +150,7 @@ class Toolbox:
                         ref = await self._read("metrics", normal.sources.metrics.series(MetricQuery(normal.window)), [])
                     elif normal is None or normal.sources.metrics is None:
                         self.missing.append("normal metrics: absent, the start of the window serves")
-                    for m in metric_shifts(ref, now, local_end=self.local_end()):
+                    for m in metric_shifts(ref, now):
                         self._metrics.setdefault(m.entity, []).append(m)
             return self._metrics
 
@@ -194,6 +179,7 @@ class Toolbox:
             entity=m.entity, subject=m.metric, score=m.score,
             signal=m.signal,
             query=query, onset=m.onset, direction=m.direction, profile=m.profile, until=m.until,
+            under_way=m.under_way,
             detail=f"{m.metric} {arrow} to {m.peak:.4g} (normal {m.normal_median:.4g}, robust z {m.score:.1f})"
             + (" [host]" if is_host_metric(m.metric) else ""),
         )  # fmt: skip
@@ -275,12 +261,12 @@ class Toolbox:
                 id=self._next_id(), modality=Modality.LOGS, kind=kind, entity=entity,
                 subject=t.template_id, score=t.score, signal=signal, query=query,
                 detail=f"{t.severity.name} '{t.template[:160]}' {t.now_per_min:.1f}/min ({state}{names})",
-                onset=_known(t.onset), until=_known(t.until), peers=tuple(sorted(peers)),
+                onset=_known(t.onset), until=_known(t.until), peers=tuple(sorted(peers)), under_way=t.under_way,
             ))  # fmt: skip
         cuts = [Evidence(
             id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_PATH_CUT, entity=entity,
             subject=f"{c.first_id}->{c.then_id}", score=c.score, signal=Signal.OTHER,
-            query=query, direction=-1, onset=_known(c.onset), until=_known(c.until),
+            query=query, direction=-1, onset=_known(c.onset), until=_known(c.until), under_way=c.under_way,
             detail=f"{c.cut} of {c.traces} traces had {c.first} without {c.then} (normally {c.normal_share:.0%} had both)",
         ) for c in self._cuts.get(entity, [])[:MAX_CUTS] if c.score >= LOG_MIN_Z]  # fmt: skip
         items = cuts + items
@@ -366,6 +352,7 @@ class Toolbox:
         return Evidence(
             id=self._next_id(), modality=Modality.TRACES, kind=kind, entity=entity,
             subject=s.subject, score=s.score, signal=Signal.LATENCY, query=query, onset=s.onset,
+            profile=s.profile, until=s.until, under_way=s.under_way,
             detail=f"{what}: p50 {s.normal_p50 * 1e3:.1f} -> {s.now_p50 * 1e3:.1f} ms, "
             f"p90 {s.normal_p90 * 1e3:.1f} -> {s.now_p90 * 1e3:.1f} ms over {s.count} spans",
         )  # fmt: skip

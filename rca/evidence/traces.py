@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rca.evidence.runs import Placed, place
 from rca.model import Span
 
 MIN_SAMPLES = 3
@@ -74,34 +75,80 @@ class GapShare:
 
 @dataclass(frozen=True, slots=True)
 class LatencyShift:
-    """A latency distribution now against normal."""
+    """A latency distribution now against normal, judged bin by bin through the window."""
 
     subject: str
     normal_p50: float
-    now_p50: float
+    now_p50: float  # in the bin where it departs most
     normal_p90: float
     now_p90: float
     count: int
-    score: float
-    onset: float | None
+    score: float  # the largest departure of a bin, in robust units
+    onset: float | None  # the first bin of a departure that holds (two bins, or the last one)
+    profile: tuple[tuple[float, float], ...] = ()  # (bin start, robust departure) through the window
+    until: float | None = None  # where the departure ended, when it ended well before the last bin
+    under_way: bool = False  # departed from the first bin on: it began before the spans read
+
+
+# Spans are judged per minute, the step at which metrics are usually scraped; a minute with
+# fewer than MIN_SAMPLES timings is merged with the next, so a quiet call is judged as well.
+BIN_SECONDS = 60.0
+
+
+def _departure(ref_50: float, ref_90: float, scale: float, tail_scale: float, cur: np.ndarray) -> tuple[float, float, float]:
+    """How far a set of timings sits above normal (median and tail), and its p50 and p90.
+
+    The median moves when every call is slowed; a tail alone moves with a few stragglers."""
+    c50, c90 = (float(v) for v in np.percentile(cur, [50, 90]))
+    score = min((c50 - ref_50) / scale, (c90 - ref_90) / tail_scale) if c90 > ref_90 else (c50 - ref_50) / scale
+    return score, c50, c90
+
+
+def _bins(now: Sequence[Timing]) -> list[tuple[float, np.ndarray]]:
+    """The timings by minute, a minute with too few of them merged into the next."""
+    by_bin: dict[int, list[float]] = defaultdict(list)
+    for t in now:
+        by_bin[int(t.start // BIN_SECONDS)].append(t.seconds)
+    out: list[tuple[float, np.ndarray]] = []
+    pending: list[float] = []
+    start: int | None = None
+    for b in sorted(by_bin):
+        start = b if start is None else start
+        pending.extend(by_bin[b])
+        if len(pending) >= MIN_SAMPLES:
+            out.append((start * BIN_SECONDS, np.array(pending)))
+            pending, start = [], None
+    if pending and out:  # a short tail joins the last full bin
+        t0, last = out[-1]
+        out[-1] = (t0, np.concatenate([last, pending]))
+    return out
 
 
 def shift(subject: str, normal: Sequence[Timing], now: Sequence[Timing]) -> LatencyShift | None:
-    """How far the median and the tail moved, in robust units; None without enough samples."""
+    """How far the median and the tail moved, bin by bin, in robust units; None without enough
+    samples."""
     if len(now) < MIN_SAMPLES or len(normal) < MIN_SAMPLES:
         return None
     ref = np.array([t.seconds for t in normal])
-    cur = np.array([t.seconds for t in now])
-    n50, n90 = np.percentile(ref, [50, 90])
-    c50, c90 = np.percentile(cur, [50, 90])
+    n50, n90 = (float(v) for v in np.percentile(ref, [50, 90]))
     mad = 1.4826 * float(np.median(np.abs(ref - n50)))
     scale = max(mad, 0.1 * n50, 1e-3)  # below a millisecond is noise
     tail_scale = max(scale, 0.1 * n90)
-    # The median moves when every call is slowed; a tail alone moves with a few stragglers.
-    score = min((c50 - n50) / scale, (c90 - n90) / tail_scale) if c90 > n90 else (c50 - n50) / scale
-    slow = sorted(t.start for t in now if t.seconds > n90 + 3 * scale)
-    onset = slow[0] if slow else None
-    return LatencyShift(subject, float(n50), float(c50), float(n90), float(c90), len(now), float(score), onset)
+    bins = _bins(now)
+    parts = [(t0, *_departure(n50, n90, scale, tail_scale, cur)) for t0, cur in bins]
+    if not parts:
+        return None
+    times = np.array([p[0] for p in parts])
+    z = np.array([p[1] for p in parts])
+    at = place(times, z)
+    if at.direction < 0:  # faster than normal is no latency fault: the largest rise stands
+        peak = int(np.argmax(z))
+        at = Placed(float(z[peak]), 1, peak, None, None, False)
+    _, score, c50, c90 = parts[at.peak]
+    return LatencyShift(
+        subject, n50, c50, n90, c90, len(now), float(score), at.onset,
+        tuple((float(t), round(float(v), 3)) for t, v in zip(times, z, strict=True)), at.until, at.under_way,
+    )  # fmt: skip
 
 
 def latency_shifts(normal: Sequence[Timing], now: Sequence[Timing]) -> list[LatencyShift]:

@@ -18,7 +18,7 @@ from rca.evidence.logs import (
 from rca.evidence.metrics import robust_z, shift_of
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import timings
-from rca.hypotheses import score_hypotheses
+from rca.hypotheses import ScoringConfig, score_hypotheses
 from rca.model import FaultType, LogRecord, Modality, Series, Severity, Span, Window
 from rca.signals import Signal
 from rca.sources.datasets import find_cases
@@ -75,23 +75,36 @@ def test_memory_drifting_by_a_percent_is_no_shift_but_a_fifth_is() -> None:
     assert cpu.score > 3  # the wider floor is memory's alone
 
 
-def test_shift_ignores_a_level_already_reached_before_the_window_s_recent_past() -> None:
+def test_a_level_already_reached_when_the_window_opens_is_under_way() -> None:
     t = np.arange(10, dtype=float) * 60
     normal = Series("a", "cpu", t - 3600, np.full(10, 10.0) + np.tile([0.0, 1.0], 5))
-    drifted = Series("a", "cpu", t, np.full(10, 30.0))
-    assert shift_of(normal, drifted).score > 10  # type: ignore[union-attr]
-    assert shift_of(normal, drifted, local_end=150.0).score == 0  # type: ignore[union-attr]
+    drifted = shift_of(normal, Series("a", "cpu", t, np.full(10, 30.0)))
+    assert drifted is not None and drifted.score > 10 and drifted.under_way and drifted.until is None
+    rising = np.full(10, 10.0)
+    rising[6:] = 30.0
+    fresh = shift_of(normal, Series("a", "cpu", t, rising))
+    assert fresh is not None and not fresh.under_way and fresh.onset == 360.0
 
 
-def test_a_return_below_normal_is_no_onset() -> None:
+def test_a_one_sample_spike_has_no_onset_and_two_samples_do() -> None:
     t = np.arange(8, dtype=float) * 300
     normal = Series("a", "latency.p50", t - 7200, np.full(8, 0.2) + np.tile([0.0, 0.01], 4))
-    # up for one sample (too short to place), then back a little below normal for two
-    now = Series("a", "latency.p50", t, np.array([0.2, 0.2, 0.2, 0.66, 0.2, 0.2, 0.17, 0.17]))
-    shift = shift_of(normal, now)
-    assert shift is not None and shift.direction == 1 and shift.onset is None
-    held = shift_of(normal, Series("a", "latency.p50", t, np.array([0.2, 0.2, 0.2, 0.66, 0.66, 0.2, 0.17, 0.17])))
-    assert held is not None and held.onset == 900.0
+    spike = shift_of(normal, Series("a", "latency.p50", t, np.array([0.2, 0.2, 0.2, 0.66, 0.2, 0.2, 0.2, 0.2])))
+    assert spike is not None and spike.direction == 1 and spike.onset is None
+    held = shift_of(normal, Series("a", "latency.p50", t, np.array([0.2, 0.2, 0.2, 0.66, 0.66, 0.2, 0.2, 0.2])))
+    assert held is not None and held.onset == 900.0 and held.until == 1200.0
+
+
+def test_the_anomaly_going_on_at_the_close_is_the_evidence_not_an_earlier_larger_one() -> None:
+    """The user asks about now: a series with an earlier, larger run and one going on at the
+    window's close is evidence of the one going on."""
+    t = np.arange(20, dtype=float) * 60
+    normal = Series("a", "CpuUsageRate(%)", t - 3600, np.full(20, 10.0) + np.tile([0.0, 1.0], 10))
+    values = np.full(20, 10.0)
+    values[3:6] = 95.0  # an earlier incident's
+    values[17:] = 40.0  # this one's
+    shift = shift_of(normal, Series("a", "CpuUsageRate(%)", t, values))
+    assert shift is not None and shift.onset == 17 * 60.0 and shift.until is None and shift.peak == 40.0
 
 
 def test_a_metric_shift_that_came_back_says_when() -> None:
@@ -103,16 +116,6 @@ def test_a_metric_shift_that_came_back_says_when() -> None:
     assert over is not None and over.onset == 180.0 and over.until == 300.0
     spike[9:] = 95.0  # back up for the last points: it goes on
     assert shift_of(normal, Series("a", "CpuUsageRate(%)", t, spike)).until is None  # type: ignore[union-attr]
-
-
-def test_with_an_alert_the_recent_past_ends_before_it(petshop_slice: Path) -> None:
-    (case, *_) = find_cases(petshop_slice)
-    inc = case.incident
-    quarter = inc.window.start + 0.25 * inc.window.seconds
-    assert Toolbox(replace(inc, alert_time=None)).local_end() == quarter
-    # an alert in the window's second sample: that sample already belongs to the incident
-    early = replace(inc, alert_time=inc.window.start + 305)
-    assert Toolbox(early).local_end() == inc.window.start + 245 < quarter
 
 
 def test_own_time_and_network_gap_arithmetic() -> None:
@@ -380,10 +383,23 @@ def test_an_anomaly_over_before_the_window_closed_weighs_less() -> None:
     assert score_hypotheses(evidence, graph=graph, window=window, symptom="front")[0].service == "b"
     blip = [replace(evidence[0], onset=None), replace(evidence[1], score=20.0)]  # one sample: no onset
     assert score_hypotheses(blip, graph=graph, window=window, symptom="front")[0].service == "b"  # but over
-    blip[0] = replace(blip[0], until=None)
-    assert score_hypotheses(blip, graph=graph, window=window, symptom="front")[0].service == "a"
-    evidence[0] = replace(evidence[0], until=900.0)
+    evidence[0] = replace(evidence[0], until=None)  # going on at the close: this incident's
     assert score_hypotheses(evidence, graph=graph, window=window, symptom="front")[0].service == "a"
+    off = ScoringConfig(off=frozenset({"timing"}))  # the rule switched off, the past counts as much
+    evidence[0] = replace(evidence[0], until=500.0)
+    assert score_hypotheses(evidence, graph=graph, window=window, symptom="front", config=off)[0].service == "a"
+
+
+def test_the_symptoms_own_anomaly_sets_the_incident_time() -> None:
+    """With no alert time, the symptom's anomaly going on at the close tells when the incident
+    began: one over before it is another incident's, even if it ended late in the window."""
+    graph = _with_quiet([("front", "a"), ("front", "b")])
+    window = Window(0.0, 1000.0)
+    symptom = replace(_ev(0, "front", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 30.0, onset=800.0))
+    early = replace(_ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.CPU, 50.0, onset=300.0), until=700.0)
+    late = _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 30.0, onset=790.0)
+    top = score_hypotheses([symptom, early, late], graph=graph, window=window, symptom="front")
+    assert [h.service for h in top][0] == "b"
 
 
 def _errors(i: int, entity: str, score: float, shape: list[float]) -> Evidence:
@@ -466,7 +482,7 @@ def test_an_anomaly_already_under_way_weighs_less() -> None:
     graph = nx.DiGraph([("front", "a"), ("front", "b")])
     window = Window(0.0, 1000.0)
     evidence = [
-        _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=10.0),
+        replace(_ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=0.0), under_way=True),
         _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=600.0),
     ]
     hyps = score_hypotheses(evidence, graph=graph, window=window, symptom="front")

@@ -38,7 +38,7 @@ def _clean(trace: Trace, ctx: AuditContext) -> Trace:
     lead = trace.hypotheses[0]
     own = next(e for e in ep.evidence if e.entity == lead.service)
     caller = next(iter(ctx.graph.predecessors(lead.service)))
-    scope = tuple(sorted(set(ep.scope) | set(ctx.graph.nodes)))
+    scope = tuple(sorted(set(ep.scope) | set(ctx.graph.nodes) | set(ctx.leads)))
     link = Link("h-1-l1", lead.service, caller, ep.window.start + 100, ep.window.start + 200, (own.id,))
     chains = (Chain(lead.id, lead.service, (link,)),)
     # every anomaly the leading hypotheses cite begins inside the window
