@@ -82,6 +82,7 @@ class ScoringConfig:
     unreachable_factor: float = 0.5  # a service the symptom does not call, even indirectly
     comove_floor: float = 0.5  # a service whose series ignore the symptom's keeps this share
     background_quantile: float = 0.75  # a component's level in most services is background
+    dominance_factor: float = 10.0  # "far more": an order of magnitude
     model: FaultModel = field(default_factory=FaultModel)
     off: frozenset[str] = frozenset()
 
@@ -271,5 +272,5 @@ def _apply_rules(values: dict[str, float], board: Board, cfg: ScoringConfig) -> 
                 why = f"began after anomalous caller {caller}"
         out[entity] = (value, why)
     if cfg.on("dominance"):
-        out = lift_dominant(out, board)
+        out = lift_dominant(out, board, factor=cfg.dominance_factor)
     return out

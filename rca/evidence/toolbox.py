@@ -357,6 +357,17 @@ class Toolbox:
             f"p90 {s.normal_p90 * 1e3:.1f} -> {s.now_p90 * 1e3:.1f} ms over {s.count} spans",
         )  # fmt: skip
 
+    async def survey(self) -> list[Evidence]:
+        """Every tool on every entity (and the symptom): what an exhaustive reading finds,
+        with no search. The baseline the search is measured against, and what the
+        perturbation bench scores many times over."""
+        targets = dict.fromkeys([*await self.entities(), self.incident.symptom] if self.incident.symptom else await self.entities())
+        found: list[Evidence] = []
+        for entity in targets:
+            for tool in (self.metrics, self.logs, self.spans):
+                found.extend((await tool(entity)).evidence)
+        return found
+
     async def scan(self, modality: str, *, top: int = 8) -> ToolResult:
         """The entities whose telemetry of one modality stands out most, without the detail.
 

@@ -15,7 +15,6 @@ from rca.evidence.runs import ONSET_Z
 from rca.rules.board import Board
 from rca.signals import Signal, bad_direction, is_host_metric
 
-ORDER_OF_MAGNITUDE = 10.0
 _OWN = (Signal.CPU, Signal.MEMORY, Signal.DISK)
 
 
@@ -32,15 +31,16 @@ def own_shift(board: Board) -> dict[str, float]:
     return out
 
 
-def lift_dominant(values: dict[str, tuple[float, str]], board: Board) -> dict[str, tuple[float, str]]:
-    """The dominant service, if one, placed first (its value raised to just above the best)."""
+def lift_dominant(values: dict[str, tuple[float, str]], board: Board, *, factor: float) -> dict[str, tuple[float, str]]:
+    """The dominant service (its own shift at least `factor` times any other's), if one,
+    placed first: its value raised to just above the best."""
     shifts = own_shift(board)
     if not shifts:
         return values
     ranked = sorted(shifts.items(), key=lambda kv: -kv[1])
     top, z = ranked[0]
     second = ranked[1][1] if len(ranked) > 1 else 0.0
-    if top not in values or z < ORDER_OF_MAGNITUDE * max(second, ONSET_Z):
+    if top not in values or z < factor * max(second, ONSET_Z):
         return values
     best = max(v for v, _ in values.values())
     value, why = values[top]

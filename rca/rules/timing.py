@@ -40,21 +40,19 @@ def reference(evidence: Sequence[Evidence], symptom: str, alert_time: float | No
 
 def weight(ev: Evidence, ref: Reference, *, past_weight: float, timing: bool = True) -> float:
     """The weight of one piece of evidence, in [0, 1], by when its anomaly ran: 1 for this
-    incident's, `past_weight` for another's, and halfway for a metric blip that cannot be
-    placed (it never held two samples)."""
+    incident's; `past_weight` for another's (over before the symptom's began, begun well
+    after the symptom alerted, or under way since before its data: the window a user asks
+    about holds the start of the incident they ask about); halfway for a metric blip that
+    never held two samples, which cannot be placed."""
     if not timing:
         return 1.0
     tol = max(ONSET_TOLERANCE, profile_step([ev]))
-    if ref.start is None:  # the window's close is the incident's time
-        if ev.until is not None or ev.under_way:
-            return past_weight
-    else:
-        if ev.until is not None and ev.until < ref.start - tol:
-            return past_weight  # over before the symptom's began
-        if ev.under_way:
-            return past_weight  # going on since before the data, long before the symptom's began
-        if ref.end is not None and ev.onset is not None and ev.onset > ref.end + tol:
-            return past_weight  # began well after the symptom alerted: it followed
+    if ev.until is not None and (ref.start is None or ev.until < ref.start - tol):
+        return past_weight  # over before the close, or before the symptom's began
+    if ref.end is not None and ev.onset is not None and ev.onset > ref.end + tol:
+        return past_weight  # began well after the symptom alerted: it followed
+    if ev.under_way:
+        return past_weight
     if ev.onset is None and ev.modality is not Modality.LOGS:
         return (1.0 + past_weight) / 2
     return 1.0

@@ -13,7 +13,14 @@ import pytest
 from rca.engines import build_engine
 from rca.errors import InputError
 from rca.evaluation.harness import evaluate
-from rca.evaluation.protocols import AFTER_SECONDS, REACH_SECONDS, Placement, Protocol, parse_protocol, realistic_window
+from rca.evaluation.protocols import (
+    AFTER_SECONDS,
+    REACH_SECONDS,
+    Placement,
+    Protocol,
+    parse_protocol,
+    realistic_window,
+)
 from rca.evaluation.report import summaries, to_json
 from rca.model import BrokenCase, Diagnosis, Incident, IncidentCase, Modality
 from rca.sources.datasets import find_cases
