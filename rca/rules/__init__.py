@@ -52,8 +52,8 @@ def principle_of(name: str) -> str:
 
 
 def parse_rules(names: str) -> frozenset[str]:
-    """Rule names from a comma-separated list, each checked."""
-    out = frozenset(n.strip() for n in names.split(",") if n.strip())
+    """Rule names joined by commas or plus signs, each checked."""
+    out = frozenset(n.strip() for n in names.replace("+", ",").split(",") if n.strip())
     for n in out:
         principle_of(n)
     return out

@@ -109,3 +109,33 @@ def test_eval_rejects_seeds_that_are_not_numbers(petshop_slice: Path, capsys: py
     with pytest.raises(SystemExit):
         main(["eval", str(petshop_slice), "--seeds", "1,two"])
     assert "whole numbers" in capsys.readouterr().err
+
+
+def test_eval_over_a_folder_with_a_broken_case_finishes_the_others_and_names_it(
+    petshop_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    root = tmp_path / "shop"
+    shutil.copytree(petshop_slice, root)
+    (root / "low_traffic" / "test" / "issue_2" / "target.json").write_text("{not json")
+    out = tmp_path / "r.json"
+    assert main(["eval", str(root), "--engine", "lats,baro", "--protocol", "centred", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "protocol: centred" in printed and "run(s) failed" in printed and "issue_2" in printed
+    data = json.loads(out.read_text())
+    assert data["protocol"] == "centred"
+    by_case = {(c["case_id"], c["engine"]): c for c in data["cases"]}
+    assert by_case[("shop/low_traffic/test/issue_2", "lats")]["error"].startswith("unreadable")
+    assert by_case[("shop/low_traffic/test/issue_12", "lats")]["error"] is None
+    assert by_case[("shop/low_traffic/test/issue_12", "lats")]["ranking"]
+
+
+def test_eval_hides_what_it_is_told_to(nezha_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    assert main(["eval", str(nezha_slice), "--engine", "baro", "--hide", "logs,traces", "--json", str(out)]) == 0
+    assert "protocol: realistic, logs+traces hidden" in capsys.readouterr().out
+    (case,) = json.loads(out.read_text())["cases"]
+    assert case["modalities"] == {"metrics": True, "logs": False, "traces": False}
+    assert main(["eval", str(nezha_slice), "--hide", "feelings"]) == 2
+    assert "cannot hide feelings" in capsys.readouterr().err

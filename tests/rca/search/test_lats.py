@@ -264,3 +264,18 @@ def test_no_name_matters(where: str, petshop_slice: Path, tmp_path: Path, reques
         after = asyncio.run(top(renamed[key]))
         assert after[0] == (names[before[0][0]], before[0][1]), key
         assert [v for _, v in after] == [v for _, v in before], key
+
+
+def test_every_rule_can_be_switched_off_and_says_its_principle(case: IncidentCase) -> None:
+    """Each scoring rule has a one-sentence principle and an ablation switch; switched off, the
+    engine still ranks (and a rule that is not there is a clear error)."""
+    from rca.errors import InputError
+    from rca.rules import RULES
+
+    for rule in RULES:
+        assert rule.principle.endswith(".") and "\n" not in rule.principle
+        engine = build_engine("lats", ablation=f"rule:{rule.name}")
+        assert engine.name == f"lats-no-rule:{rule.name}"
+        assert asyncio.run(engine.investigate(case.incident)).ranking
+    with pytest.raises(InputError, match="unknown rule"):
+        build_engine("lats", ablation="rule:astrology")
