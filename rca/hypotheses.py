@@ -237,9 +237,12 @@ def score_hypotheses(
     board = Board(evidence, graph, window, symptom, {e: f for e, (_, f, _) in best.items()},
                   {e: set(cites) for e, (_, _, cites) in best.items()}, current)  # fmt: skip
     adjusted = _apply_rules(values, board, config)
-    strength = {e: max((ev.score for ev in evidence if ev.entity == e), default=0.0) for e in adjusted}
-    # values equal to three places (saturated signals) are told apart by the raw deviation
-    ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]], kv[0]))
+    # values equal to three places (saturated signals) are told apart by the raw deviation of
+    # the evidence each cites of this incident (then any of its evidence: names come last)
+    strength = {e: (max((ev.score for ev in evidence if ev.entity == e and ev.id in board.current
+                         and ev.id in board.cites.get(e, ())), default=0.0),
+                    max((ev.score for ev in evidence if ev.entity == e), default=0.0)) for e in adjusted}  # fmt: skip
+    ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]][0], -strength[kv[0]][1], kv[0]))
     out = []
     for i, (entity, (value, why)) in enumerate(ranked, start=1):
         _, fault, cites = best[entity]
