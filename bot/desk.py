@@ -266,7 +266,8 @@ class Desk:
     async def feedback(self, id: str, *, user: str, correct: bool, true_cause: str = "", note: str = "") -> None:
         """Keep an engineer's judgement; a repair they confirm goes into the repair memory."""
         row = await self._row(id)
-        if true_cause:
+        # a service the investigation saw is known at once; any other is looked up in the telemetry
+        if true_cause and true_cause not in (entities_of(from_json(row.trace)) if row.trace else ()):
             known = await self.telemetry.services()
             if true_cause not in known:
                 raise InputError(f"unknown service {true_cause!r}.{suggest(true_cause, known)}")

@@ -140,11 +140,11 @@ class SlackFront:
         await self._call(self.client.chat_update(channel=run.channel, ts=ts, text=text, blocks=blocks))
 
     # -- buttons -----------------------------------------------------------------------------
-    async def repair(self, investigation: str, *, channel: str, user: str) -> None:
+    async def repair(self, investigation: str, *, channel: str, user: str, team: str) -> None:
         row = await self._owned(investigation, channel)
         if row is None:
             return
-        stream = ThreadStream(self.client, channel=channel, thread_ts=row.thread_ts, user_id=user,
+        stream = ThreadStream(self.client, channel=channel, thread_ts=row.thread_ts, team_id=team, user_id=user,
                               interval=self.stream_interval)  # fmt: skip
         await stream.add(f"🛠 <@{user}> asked for a repair: auditing the four stages and replaying patches…")
         loop = asyncio.get_running_loop()
@@ -168,7 +168,7 @@ class SlackFront:
         text, blocks = render.verdict(after, repaired=True)
         await self._post(channel, row.thread_ts, text, blocks)
 
-    async def resume(self, investigation: str, *, channel: str, user: str) -> None:
+    async def resume(self, investigation: str, *, channel: str, user: str, team: str) -> None:
         row = await self._owned(investigation, channel)
         if row is None:
             return
@@ -178,7 +178,7 @@ class SlackFront:
             await self._post(channel, row.thread_ts, str(exc), [render.section(f"Cannot resume: {render.plain(str(exc))}")])
             return
         await self.desk.set_thread(run.id, parent_ts=row.parent_ts, thread_ts=row.thread_ts)
-        await self._run(run, row.thread_ts, team="", parent_ts=row.parent_ts)
+        await self._run(run, row.thread_ts, team=team, parent_ts=row.parent_ts)
 
     async def announce_recovered(self) -> None:
         """After a restart: a message with a resume button in each thread a stop cut short."""
@@ -221,10 +221,15 @@ class SlackFront:
             await self.desk.feedback(investigation, user=user, correct=False, true_cause=true_cause, note=note)
         except InputError as exc:
             return str(exc)
+        return None
+
+    async def announce_wrong(self, investigation: str, *, user: str, true_cause: str) -> None:
+        row = await asyncio.to_thread(self.desk.store.investigation, investigation)
+        if row is None:
+            return
         cause = f"; true cause: *{render.plain(true_cause)}*" if true_cause else ""
         await self._post(row.channel, row.thread_ts, "marked wrong",
                          [render.context(f"✗ <@{user}> marked this verdict wrong{cause}")])  # fmt: skip
-        return None
 
     # -- thread follow-ups -------------------------------------------------------------------
     async def follow_up(self, *, channel: str, thread_ts: str, user: str, text: str) -> None:

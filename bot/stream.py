@@ -85,6 +85,11 @@ class ThreadStream:
                     self._fall_back(exc)
             if chunk or self._mode == "stream":
                 await self._send(chunk + "\n")
+            if self._mode == "stream" and self._stream is not None:  # a stream opened by that send is ended too
+                try:
+                    await self._stream.stop()
+                except SlackApiError as exc:
+                    log.warning("could not stop the stream: %s", exc.response.get("error", exc))
 
     async def _send(self, chunk: str) -> None:
         if self._mode == "stream":

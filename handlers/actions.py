@@ -33,9 +33,9 @@ def register(app: AsyncApp, front: Front) -> None:
             return
         where = {"channel": click.channel, "user": click.user}
         if click.action_id == REPAIR:
-            await front.repair(click.value, **where)
+            await front.repair(click.value, team=click.team, **where)
         elif click.action_id == RESUME:
-            await front.resume(click.value, **where)
+            await front.resume(click.value, team=click.team, **where)
         elif click.action_id == VERIFY:
             await front.verify(click.value, **where)
         else:
@@ -47,9 +47,11 @@ def register(app: AsyncApp, front: Front) -> None:
         if submission is None:
             await ack(response_action="errors", errors={"cause": "This form lost its investigation; mark it again."})
             return
+        # recorded before the ack (a wrong cause is shown in the form), told in the thread after it
         error = await front.wrong_cause(submission.investigation, user=submission.user,
                                         true_cause=submission.cause, note=submission.note)  # fmt: skip
         if error:
             await ack(response_action="errors", errors={"cause": error[:150]})
-        else:
-            await ack()
+            return
+        await ack()
+        await front.announce_wrong(submission.investigation, user=submission.user, true_cause=submission.cause)

@@ -6,7 +6,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
-from handlers.front import Front
+from handlers.front import Front, reply
 from handlers.payloads import parse_command
 from handlers.requests import NOT_ALLOWED, USAGE, Kind, parse_rca_command
 from rca.errors import InputError
@@ -25,16 +25,21 @@ def register(app: AsyncApp, front: Front, *, command: str = "/rca") -> None:
         except InputError as exc:
             await ack(response_type="ephemeral", text=f"{exc}\n\n{USAGE}")
             return
-        if request.kind in (Kind.INVESTIGATE, Kind.SUMMARY) and not await front.may_act(user=user, channel=channel):
-            await ack(response_type="ephemeral", text=NOT_ALLOWED)
-            return
         if request.kind is Kind.HELP:
             await ack(response_type="ephemeral", text=USAGE)
-        elif request.kind is Kind.STATUS:
+            return
+        if request.kind is Kind.STATUS:
             await ack(response_type="ephemeral", text=front.status_text(channel))
-        elif request.kind is Kind.SUMMARY:
+            return
+        # the allow-list may ask Slack who is in a user group: that comes after the ack
+        if request.kind is Kind.SUMMARY:
             await ack(response_type="ephemeral", text="Posting the last day's summary…")
-            await front.post_summary(channel)
         else:
             await ack()
+        if not await front.may_act(user=user, channel=channel):
+            await reply(respond, NOT_ALLOWED)
+            return
+        if request.kind is Kind.SUMMARY:
+            await front.post_summary(channel)
+        else:
             await front.investigate(request, channel=channel, user=user, team=parsed.team, respond=respond)

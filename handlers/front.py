@@ -43,11 +43,11 @@ class Front(Protocol):
         """Post the last day's summary into a channel."""
         ...
 
-    async def repair(self, investigation: str, *, channel: str, user: str) -> None: ...
+    async def repair(self, investigation: str, *, channel: str, user: str, team: str) -> None: ...
 
     async def verify(self, investigation: str, *, channel: str, user: str) -> None: ...
 
-    async def resume(self, investigation: str, *, channel: str, user: str) -> None:
+    async def resume(self, investigation: str, *, channel: str, user: str, team: str) -> None:
         """Run an investigation a stop cut short again, in its thread."""
         ...
 
@@ -57,7 +57,12 @@ class Front(Protocol):
         ...
 
     async def wrong_cause(self, investigation: str, *, user: str, true_cause: str, note: str) -> str | None:
-        """The true cause from the feedback form; an error text for the form, or None."""
+        """The true cause from the feedback form, recorded (no Slack call: it runs before the
+        ack); an error text for the form, or None."""
+        ...
+
+    async def announce_wrong(self, investigation: str, *, user: str, true_cause: str) -> None:
+        """Tell the investigation's thread that it was marked wrong (after the form's ack)."""
         ...
 
     async def follow_up(self, *, channel: str, thread_ts: str, user: str, text: str) -> None:

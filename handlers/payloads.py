@@ -26,6 +26,7 @@ class Click:
     channel: str
     user: str
     trigger_id: str
+    team: str = ""  # the workspace of the user who clicked (Slack's streams in channels need it)
 
 
 def parse_click(body: Any) -> Click | None:
@@ -33,7 +34,8 @@ def parse_click(body: Any) -> Click | None:
     first = actions[0] if isinstance(actions, list) and actions else None
     click = Click(text_at(first, "action_id"), text_at(first, "value", limit=64),
                   text_at(body, "channel", "id") or text_at(body, "container", "channel_id"),
-                  text_at(body, "user", "id"), text_at(body, "trigger_id"))  # fmt: skip
+                  text_at(body, "user", "id"), text_at(body, "trigger_id"),
+                  text_at(body, "user", "team_id") or text_at(body, "team", "id"))  # fmt: skip
     return click if click.action_id and click.value and click.channel and click.user else None
 
 

@@ -49,6 +49,8 @@ class SlackStandIn:
     uploads: dict[str, bytes] = field(default_factory=dict)
     app_token: str = "xapp-1-standin"
     socket_inbox: list[dict[str, Any]] = field(default_factory=list)  # what the app sent over Socket Mode
+    streams: dict[str, dict[str, Any]] = field(default_factory=dict)  # ts -> channel, thread, open
+    delay: float = 0.0  # seconds every Web API answer takes: a call made before an ack delays the ack
 
     def __post_init__(self) -> None:
         self._ts = itertools.count(1)
@@ -121,6 +123,8 @@ class SlackStandIn:
             self.rate_limit_once.discard(method)
             call.status = 429
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
+        if self.delay and method != "auth.test":
+            await asyncio.sleep(self.delay)
         call.response = self._answer(method, params)
         return web.json_response(call.response)
 
@@ -145,9 +149,7 @@ class SlackStandIn:
         if method in ("chat.startStream", "chat.appendStream", "chat.stopStream"):
             if not self.streaming:
                 return {"ok": False, "error": "unknown_method"}
-            if method == "chat.startStream" and not p.get("thread_ts"):
-                return {"ok": False, "error": "invalid_arguments"}
-            return {"ok": True, "channel": channel, "ts": p.get("ts") or self._next_ts()}
+            return self._stream_call(method, channel, p)
         if method == "chat.getPermalink":
             return {"ok": True, "channel": channel,
                     "permalink": f"https://standin.slack.com/archives/{channel}/p{str(p.get('message_ts')).replace('.', '')}"}  # fmt: skip
@@ -166,6 +168,30 @@ class SlackStandIn:
             files = json.loads(p["files"]) if isinstance(p.get("files"), str) else p.get("files", [])
             return {"ok": True, "files": [{"id": f["id"], "title": f.get("title", "")} for f in files]}
         return {"ok": False, "error": "unknown_method"}
+
+    def _stream_call(self, method: str, channel: str, p: dict[str, Any]) -> dict[str, Any]:
+        """Slack's rules for streams: a start names its thread, and outside a DM the user and
+        team it streams to; appends and the stop go to a stream that is still open."""
+        if method == "chat.startStream":
+            missing = [a for a in ("channel", "thread_ts") if not p.get(a)]
+            if not channel.startswith("D"):  # channels need to know whom the stream is for
+                missing += [a for a in ("recipient_team_id", "recipient_user_id") if not p.get(a)]
+            if missing:
+                return {"ok": False, "error": "invalid_arguments", "response_metadata": {
+                    "messages": [f"[ERROR] missing required field: {a}" for a in missing]}}  # fmt: skip
+            ts = self._next_ts()
+            self.streams[ts] = {"channel": channel, "thread_ts": str(p["thread_ts"]), "open": True}
+            return {"ok": True, "channel": channel, "ts": ts}
+        stream = self.streams.get(str(p.get("ts", "")))
+        if stream is None or stream["channel"] != channel or not stream["open"]:
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        if method == "chat.stopStream":
+            stream["open"] = False
+        return {"ok": True, "channel": channel, "ts": p.get("ts")}
+
+    def open_streams(self) -> list[str]:
+        """Streams started and never stopped: Slack would show them as still typing."""
+        return [ts for ts, s in self.streams.items() if s["open"]]
 
     def _next_ts(self) -> str:
         return f"{1700000000 + next(self._ts)}.{next(self._ts):06d}"
