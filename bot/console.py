@@ -86,7 +86,7 @@ class Console:
             self.write("\n".join(f"{r.service} since {to_iso(r.started)}" for r in runs) or "Nothing running.")
         elif request.kind is Kind.SUMMARY:
             end = time.time()
-            s = await self.desk.summary(start=end - 86400, end=end)
+            s = await self.desk.summary(start=end - 86400, end=end, channel=CHANNEL)
             self.write(f"{len(s.rows)} investigation(s) in the last day")
             for r in s.rows:
                 self.write(f"  {r.service:<30} {r.status:<11} {r.top_service} ({r.top_fault})")

@@ -215,8 +215,8 @@ class Desk:
             raise InputError(f"investigation {id} has no result ({row.status}{': ' + row.error if row.error else ''})")
         incident = await self._incident(row)
         trace, verdict_audit = await self._audited(incident, row.trace)
-        similar = await asyncio.to_thread(self.store.similar, top_service=row.top_service, top_fault=row.top_fault,
-                                          before=row.created)  # fmt: skip
+        similar = await asyncio.to_thread(self.store.similar, channel=row.channel, top_service=row.top_service,
+                                          top_fault=row.top_fault, before=row.created)  # fmt: skip
         verdict = Verdict(row.id, row.service, Window(row.window_start, row.window_end), trace,
                           verdict_audit, tuple(similar))  # fmt: skip
         return verdict, incident
@@ -320,8 +320,9 @@ class Desk:
             return None
         return await self._in_thread(_chart, incident, verdict, request)
 
-    async def summary(self, *, start: float, end: float) -> Summary:
-        rows = await asyncio.to_thread(self.store.between, start, end)
+    async def summary(self, *, start: float, end: float, channel: str) -> Summary:
+        """One channel's investigations in a time range, with their repairs and feedback."""
+        rows = await asyncio.to_thread(lambda: self.store.between(start, end, channel=channel))
         ids = [r.id for r in rows]
         repaired = await asyncio.to_thread(self.store.repaired_among, ids)
         feedback = await asyncio.to_thread(self.store.last_feedback, ids)

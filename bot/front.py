@@ -252,8 +252,9 @@ class SlackFront:
 
     # -- the summary -------------------------------------------------------------------------
     async def post_summary(self, channel: str) -> None:
+        """The last day's investigations of this channel, posted into it (no other channel's)."""
         end = self.clock()
-        text, blocks = render.summary(await self.desk.summary(start=end - DAY, end=end))
+        text, blocks = render.summary(await self.desk.summary(start=end - DAY, end=end, channel=channel))
         await self._call(self.client.chat_postMessage(channel=channel, text=text, blocks=blocks))
 
     # -- plumbing ----------------------------------------------------------------------------

@@ -167,18 +167,25 @@ class Store:
                 "channel = ? and thread_ts = ?", [channel, thread_ts], limit=1))  # fmt: skip
         return _investigation(rows[0]) if rows else None
 
-    def between(self, start: float, end: float) -> list[InvestigationRow]:
+    def between(self, start: float, end: float, *, channel: str | None = None) -> list[InvestigationRow]:
+        """Investigations started in a time range: of one channel, or (None) of every channel,
+        for the operator only: an investigation is shown only where it was started."""
+        where, args = "created >= ? and created < ?", list[object]([start, end])
+        if channel is not None:
+            where, args = where + " and channel = ?", [*args, channel]
         with self._lock:
             rows = list(self._db["investigations"].rows_where(  # type: ignore[union-attr]
-                "created >= ? and created < ?", [start, end], order_by="created"))  # fmt: skip
+                where, args, order_by="created"))  # fmt: skip
         return [_investigation(r) for r in rows]
 
-    def similar(self, *, top_service: str, top_fault: str, before: float, limit: int = 3) -> list[InvestigationRow]:
-        """Earlier finished investigations that blamed the same service with the same fault."""
+    def similar(self, *, channel: str, top_service: str, top_fault: str, before: float,
+                limit: int = 3) -> list[InvestigationRow]:  # fmt: skip
+        """Earlier finished investigations of the same channel that blamed the same service with
+        the same fault (another channel's, a private one's say, are not this channel's to see)."""
         with self._lock:
             rows = list(self._db["investigations"].rows_where(  # type: ignore[union-attr]
-                "status = 'done' and top_service = ? and top_fault = ? and created < ?",
-                [top_service, top_fault, before], order_by="created desc", limit=limit))  # fmt: skip
+                "status = 'done' and channel = ? and top_service = ? and top_fault = ? and created < ?",
+                [channel, top_service, top_fault, before], order_by="created desc", limit=limit))  # fmt: skip
         return [_investigation(r) for r in rows]
 
     # -- what happened after ----------------------------------------------------------------

@@ -339,3 +339,26 @@ def test_every_listener_acks_before_it_calls_slack(tmp_path: Path, nezha_slice: 
                                             for c in starts)  # fmt: skip
 
     run(scenario)
+
+
+def test_a_private_channels_investigation_is_never_shown_elsewhere(tmp_path: Path, nezha_slice: Path) -> None:
+    """A summary asked in one channel lists only that channel's investigations: one begun in a
+    private channel stays there, with its verdict."""
+
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice) as (bot, slack, url):
+            trace = {"decision_report": {"ranking": [{"service": "ts-secret-service", "fault_type": "cpu",
+                                                      "confidence": 0.8, "hypothesis": "h-1"}]},
+                     "evidence_package": {"missing": []}}  # fmt: skip
+            bot.store.start(id="inv-private", service="ts-secret-gateway", window=(0.0, 60.0), channel="G0PRIVATE",
+                            user="U0OTHER", engine="lats")  # fmt: skip
+            bot.store.finish("inv-private", trace=trace, audit={"score": 0.9, "route": "accept", "blamed_stage": None})
+            await post(url, command_body("summary", response_url=slack.response_url("s1"), channel=CHANNEL, trigger_id="t-s1"))
+            here = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == CHANNEL)
+            assert "0 investigation" in here.params["text"] and "secret" not in blocks_text(here)
+            await post(url, command_body("summary", response_url=slack.response_url("s2"), channel="G0PRIVATE",
+                                         trigger_id="t-s2"))
+            there = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == "G0PRIVATE")
+            assert "1 investigation" in there.params["text"] and "ts-secret-service" in blocks_text(there)
+
+    run(scenario)

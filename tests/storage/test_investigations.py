@@ -49,13 +49,28 @@ def test_similar_finds_earlier_same_verdicts(tmp_path: Path) -> None:
         store.finish(f"inv-{i}", trace=TRACE, audit=AUDIT)
     last = store.investigation("inv-2")
     assert last is not None
-    similar = store.similar(top_service="db", top_fault="cpu", before=last.created + 1)
+    similar = store.similar(channel="C1", top_service="db", top_fault="cpu", before=last.created + 1)
     assert {r.id for r in similar} == {"inv-0", "inv-1", "inv-2"}
-    assert store.similar(top_service="db", top_fault="memory", before=1e12) == []
+    assert store.similar(channel="C1", top_service="db", top_fault="memory", before=1e12) == []
     store.add_repair("inv-0", before=0.5, after=0.9, decisive="analysis_structure",
                      steps=[{"stage": "analysis_structure", "patch": "prune", "committed": True}],
                      trace=TRACE, audit=AUDIT, top_before="db", top_after="db")  # fmt: skip
     (repair,) = store.repairs("inv-0")
     assert repair.steps[0]["patch"] == "prune" and repair.after == 0.9
     assert json.dumps(repair.trace) == json.dumps(TRACE)
+    store.close()
+
+
+def test_a_channel_sees_only_its_own_investigations(tmp_path: Path) -> None:
+    """A private channel's investigation is never shown in another channel: not in its list of
+    the day, not as "seen before" with the same verdict."""
+    store = Store(tmp_path / "bot.db")
+    store.start(id="private", service="api", window=(0.0, 60.0), channel="G0PRIVATE", user="U1", engine="lats")
+    store.finish("private", trace=TRACE, audit=AUDIT)
+    store.start(id="public", service="api", window=(0.0, 60.0), channel="C0PUBLIC", user="U2", engine="lats")
+    store.finish("public", trace=TRACE, audit=AUDIT)
+    assert [r.id for r in store.between(0, 1e12, channel="C0PUBLIC")] == ["public"]
+    assert [r.id for r in store.between(0, 1e12, channel="G0PRIVATE")] == ["private"]
+    assert store.similar(channel="C0PUBLIC", top_service="db", top_fault="cpu", before=1e12)[0].id == "public"
+    assert {r.id for r in store.similar(channel="C0PUBLIC", top_service="db", top_fault="cpu", before=1e12)} == {"public"}
     store.close()
