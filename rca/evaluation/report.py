@@ -24,7 +24,8 @@ def summaries(results: Sequence[CaseResult]) -> list[Summary]:
 
 def render_table(rows: Sequence[Summary]) -> str:
     """A plain-text table, datasets first, then their fault types, then the total."""
-    head = f"{'group':<44} {'engine':<19} {'cases':>5} {'AC@1':>6} {'AC@3':>6} {'Avg@5':>6} {'fault':>6} {'med s':>7} {'max s':>7} {'errors':>6}"
+    width = max([19, *(len(s.engine) for s in rows)])
+    head = f"{'group':<44} {'engine':<{width}} {'cases':>5} {'AC@1':>6} {'AC@3':>6} {'Avg@5':>6} {'fault':>6} {'med s':>7} {'max s':>7} {'errors':>6}"
     lines = [head, "-" * len(head)]
 
     def order(s: Summary) -> tuple[int, str, str]:
@@ -32,7 +33,7 @@ def render_table(rows: Sequence[Summary]) -> str:
 
     for s in sorted(rows, key=order):
         lines.append(
-            f"{s.group:<44} {s.engine:<19} {s.cases:>5} {s.ac1:>6.3f} {s.ac3:>6.3f} {s.avg5:>6.3f} "
+            f"{s.group:<44} {s.engine:<{width}} {s.cases:>5} {s.ac1:>6.3f} {s.ac3:>6.3f} {s.avg5:>6.3f} "
             f"{s.fault_acc:>6.3f} {s.median_seconds:>7.2f} {s.max_seconds:>7.2f} {s.errors:>6}"
         )
     return "\n".join(lines)
@@ -72,14 +73,15 @@ def render_costs(results: Sequence[CaseResult]) -> str:
     by_engine: dict[str, list[CaseResult]] = defaultdict(list)
     for r in results:
         by_engine[r.diagnosis.engine].append(r)
-    head = f"{'engine':<22} {'AC@1':>6} {'calls':>6} {'tokens':>8} {'hyps':>6} {'evidence':>9} {'iters':>6} {'med s':>7}"
+    width = max([22, *(len(e) for e in by_engine)])
+    head = f"{'engine':<{width}} {'AC@1':>6} {'calls':>6} {'tokens':>8} {'hyps':>6} {'evidence':>9} {'iters':>6} {'med s':>7}"
     lines = [head, "-" * len(head)]
     for engine, rs in by_engine.items():
         n = len(rs)
         costs = [r.diagnosis.cost for r in rs]
         s = summarise("all", engine, [r.outcome for r in rs])
         lines.append(
-            f"{engine:<22} {s.ac1:>6.3f} {sum(c.llm_calls for c in costs) / n:>6.1f} "
+            f"{engine:<{width}} {s.ac1:>6.3f} {sum(c.llm_calls for c in costs) / n:>6.1f} "
             f"{sum(c.llm_tokens for c in costs) / n:>8.0f} {sum(c.hypotheses for c in costs) / n:>6.1f} "
             f"{sum(c.evidence_items for c in costs) / n:>9.1f} {sum(c.iterations for c in costs) / n:>6.1f} "
             f"{s.median_seconds:>7.2f}"
