@@ -153,7 +153,7 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             assert [f.correct for f in bot.store.feedback(inv.id)] == [True, False]
             assert bot.store.feedback(inv.id)[1].true_cause == "ts-contacts-service"
 
-            # the summary job posts the last day's investigations
+            # the summary job posts the last day's investigations of the channel it posts into
             sleeps = []
 
             async def due_at_once(seconds: float) -> None:  # the first slot is now, the next never comes
@@ -161,9 +161,10 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
                 if len(sleeps) > 1:
                     await asyncio.Event().wait()
 
-            job = asyncio.create_task(scheduler.every("0 9 * * *", "UTC", lambda: bot.front.post_summary("C0SUMMARY"),
+            job = asyncio.create_task(scheduler.every("0 9 * * *", "UTC", lambda: bot.front.post_summary(CHANNEL),
                                                       sleep=due_at_once))  # fmt: skip
-            summary = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == "C0SUMMARY", timeout=10)
+            summary = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == CHANNEL
+                                           and "Daily RCA summary" in str(c.params.get("text")), timeout=10)  # fmt: skip
             job.cancel()
             assert "Daily RCA summary: 1 investigation" in summary.params["text"]
             assert "Frontend" in blocks_text(summary) and "accuracy" in blocks_text(summary)
@@ -360,5 +361,40 @@ def test_a_private_channels_investigation_is_never_shown_elsewhere(tmp_path: Pat
                                          trigger_id="t-s2"))
             there = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == "G0PRIVATE")
             assert "1 investigation" in there.params["text"] and "ts-secret-service" in blocks_text(there)
+
+    run(scenario)
+
+
+def test_the_thread_is_answered_when_asked_and_left_alone_otherwise(tmp_path: Path, nezha_slice: Path) -> None:
+    """A reply that asks gets an answer; engineers talking among themselves get none; a thread
+    has a budget of answers, said once when spent."""
+
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, settings_={"thread_questions": 2}) as (bot, slack, url):
+            await post(url, command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="t-rca"))
+            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
+            thread = verdict.params["thread_ts"]
+
+            def in_thread() -> list[Any]:
+                return [c for c in slack.of("chat.postMessage") if c.params.get("thread_ts") == thread and c is not verdict
+                        and c.at > verdict.at]  # fmt: skip
+
+            async def say(text: str, n: int) -> None:
+                await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL", "text": text,
+                                            "ts": f"1700009999.{n:06d}", "thread_ts": thread}, event_id=f"Ev0T{n}"))  # fmt: skip
+
+            await say("checking the dashboards now, brb", 1)
+            await asyncio.sleep(1.0)
+            assert in_thread() == []  # chatter: no reply
+            await say("why not ts-order-service?", 2)
+            await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("thread_ts") == thread
+                                 and "ts-order-service" in blocks_text(c) and c.at > verdict.at)  # fmt: skip
+            await say("what should we check next?", 3)
+            await slack.wait_for(lambda c: len(in_thread()) >= 2)
+            await say("and the timeline?", 4)  # past the budget of two: said once
+            await slack.wait_for(lambda c: "question budget" in str(c.params.get("text")))
+            await say("evidence?", 5)
+            await asyncio.sleep(1.0)
+            assert len(in_thread()) == 3  # then silence
 
     run(scenario)
