@@ -81,7 +81,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,
                    request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode)  # fmt: skip
     front = SlackFront(desk, client, stream_interval=stream_interval, allowed_channels=settings.allowed_channels,
-                       allowed_users=settings.allowed_users)  # fmt: skip
+                       allowed_users=settings.allowed_users, thread_questions=settings.thread_questions)  # fmt: skip
 
     @app.middleware
     async def once(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> BoltResponse | None:

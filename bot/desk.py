@@ -24,7 +24,7 @@ from rca.engines import build_engine
 from rca.engines.lats import SearchEngine
 from rca.errors import InputError
 from rca.evidence.toolbox import Toolbox
-from rca.explain import Answer, ChartRequest, Topic, answer, entities_of, grounding, parse_question
+from rca.explain import Answer, ChartRequest, answer, entities_of, grounding, parse_question
 from rca.model import Incident, Modality, Window
 from rca.reasoners import Reasoner
 from rca.reasoners.claude import ClaudeReasoner
@@ -290,7 +290,7 @@ class Desk:
         verdict, incident = await self._verdict(id)
         parsed = parse_question(question[:2000], services=entities_of(verdict.trace))
         reply = answer(parsed, verdict.trace)
-        if isinstance(self.reasoner, ClaudeReasoner) and reply.chart is None and parsed.topic is not Topic.HELP:
+        if isinstance(self.reasoner, ClaudeReasoner) and reply.chart is None:  # free-form questions too
             reply = await self._model_answer(question, verdict.trace) or reply
         chart = await self._chart_for(verdict, incident, reply.chart) if reply.chart is not None else None
         text = reply.text if reply.chart is None or chart is not None else (

@@ -22,6 +22,7 @@ from bot.stream import ThreadStream
 from handlers.front import Respond, reply
 from handlers.requests import USAGE, RcaCommand
 from rca.errors import InputError, RcaError
+from rca.explain import is_question
 from rca.star.repair import RepairStep
 from storage.investigations import InvestigationRow
 
@@ -32,8 +33,9 @@ DAY = 86400.0
 class SlackFront:
     def __init__(self, desk: Desk, client: AsyncWebClient, *, stream_interval: float = 1.0,
                  allowed_channels: frozenset[str] = frozenset(), allowed_users: frozenset[str] = frozenset(),
-                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+                 thread_questions: int = 20, clock: Callable[[], float] = time.time) -> None:  # fmt: skip
         self.desk = desk
+        self.thread_questions = thread_questions
         self.client = client
         self.stream_interval = stream_interval
         self.allowed_channels = allowed_channels
@@ -232,11 +234,21 @@ class SlackFront:
                          [render.context(f"✗ <@{user}> marked this verdict wrong{cause}")])  # fmt: skip
 
     # -- thread follow-ups -------------------------------------------------------------------
-    async def follow_up(self, *, channel: str, thread_ts: str, user: str, text: str) -> None:
+    async def follow_up(self, *, channel: str, thread_ts: str, user: str, text: str, addressed: bool) -> None:
         row = await self.desk.thread_investigation(channel, thread_ts)
         if row is None:
-            if thread_ts:  # a mention outside an investigation thread: say what rcabot does
+            if thread_ts and addressed:  # a mention outside an investigation thread: say what rcabot does
                 await self._post(channel, thread_ts, "how to use rcabot", [render.section(USAGE)])
+            return
+        if not addressed and not is_question(text):
+            return  # engineers talking among themselves in the thread
+        asked = len(await asyncio.to_thread(self.desk.store.questions, row.id))
+        if asked >= self.thread_questions:
+            if asked == self.thread_questions:  # said once, then silence
+                await asyncio.to_thread(self.desk.store.add_question, row.id, user=user, question=text,
+                                        answer="(the thread's question budget was spent)")  # fmt: skip
+                await self._post(channel, thread_ts, "question budget spent", [render.context(
+                    f"This thread has had its {self.thread_questions} answers; start a new `/rca` for more.")])  # fmt: skip
             return
         if row.status == "running":
             await self._post(channel, thread_ts, "still running", [render.context(

@@ -8,7 +8,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from handlers.front import Front
-from handlers.payloads import parse_message, text_at
+from handlers.payloads import Message, parse_message, text_at
 
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 
@@ -18,7 +18,7 @@ def register(app: AsyncApp, front: Front) -> None:
     async def on_mention(event: dict[str, Any]) -> None:
         message = parse_message(event)
         if message is not None and not message.from_bot:
-            await _follow_up(front, message.channel, message.thread_ts or message.ts, message.user, message.text)
+            await _follow_up(front, message, message.thread_ts or message.ts, addressed=True)
 
     @app.event("message")
     async def on_message(event: dict[str, Any], context: dict[str, Any]) -> None:
@@ -28,10 +28,10 @@ def register(app: AsyncApp, front: Front) -> None:
         bot_user = text_at(context, "bot_user_id")
         if bot_user and f"<@{bot_user}>" in message.text:
             return  # app_mention answers this one
-        await _follow_up(front, message.channel, message.thread_ts, message.user, message.text)
+        await _follow_up(front, message, message.thread_ts, addressed=False)
 
 
-async def _follow_up(front: Front, channel: str, thread_ts: str, user: str, text: str) -> None:
+async def _follow_up(front: Front, message: Message, thread_ts: str, *, addressed: bool) -> None:
     if thread_ts:
-        await front.follow_up(channel=channel, thread_ts=thread_ts, user=user,
-                              text=_MENTION.sub("", text).strip()[:2000])  # fmt: skip
+        await front.follow_up(channel=message.channel, thread_ts=thread_ts, user=message.user,
+                              text=_MENTION.sub("", message.text).strip()[:2000], addressed=addressed)  # fmt: skip

@@ -65,6 +65,8 @@ class Front(Protocol):
         """Tell the investigation's thread that it was marked wrong (after the form's ack)."""
         ...
 
-    async def follow_up(self, *, channel: str, thread_ts: str, user: str, text: str) -> None:
-        """Answer a question asked in a thread (ignored when it is not an investigation's)."""
+    async def follow_up(self, *, channel: str, thread_ts: str, user: str, text: str, addressed: bool) -> None:
+        """Answer a question asked in an investigation's thread: always when the bot was
+        mentioned (`addressed`), otherwise only a reply that asks a question; chatter is left
+        alone, and so is a thread past its question budget."""
         ...

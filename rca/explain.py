@@ -57,6 +57,17 @@ _PATTERNS: tuple[tuple[Topic, re.Pattern[str]], ...] = (
 )
 
 
+_ASKING = frozenset(["why", "what", "which", "how", "when", "where", "who", "whose", "is", "are", "was", "were", "can",
+                     "could", "should", "would", "did", "does", "do", "explain", "show", "chart", "plot", "list"])  # fmt: skip
+
+
+def is_question(text: str) -> bool:
+    """A thread reply that asks something (a question mark, or a first word that asks or
+    requests), as against engineers talking among themselves ("checking the logs now")."""
+    words = re.findall(r"[a-z']+", text.lower())
+    return "?" in text or (bool(words) and words[0] in _ASKING)
+
+
 def entities_of(trace: Trace) -> tuple[str, ...]:
     """Every service the trace mentions, for recognising names in a question."""
     names = {h.service for h in trace.hypotheses} | set(trace.evidence_package.scope)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rca.explain import Topic, answer, entities_of, parse_question
+from rca.explain import Topic, answer, entities_of, is_question, parse_question
 from rca.trace import Trace, from_json
 
 
@@ -46,3 +46,13 @@ def test_answers_quote_the_trace(trace: Trace) -> None:
 def test_confidences_read_top_down(trace: Trace) -> None:
     ranking = trace.decision.ranking
     assert all(a[2] >= b[2] for a, b in zip(ranking, ranking[1:], strict=False))
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [("why not ts-order-service?", True), ("Is it the deploy at 13:20", True), ("show the timeline", True),
+     ("checking the dashboards now, brb", False), ("rolled back, latency recovering", False), ("", False),
+     ("ok", False), ("WHAT changed", True)],
+)
+def test_a_reply_asks_only_when_it_asks(text: str, asks: bool) -> None:
+    assert is_question(text) is asks
