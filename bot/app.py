@@ -32,6 +32,7 @@ from handlers import actions, commands, events
 from handlers.payloads import well_formed
 from storage.investigations import Store
 from storage.repair_memory import SqliteRepairMemory
+from storage.schedules import SummarySchedule
 
 log = logging.getLogger("rcabot")
 EVENTS_PATH = "/slack/events"
@@ -46,6 +47,7 @@ class Bot:
     desk: Desk
     store: Store
     memory: SqliteRepairMemory
+    schedule: SummarySchedule
     errors: list[BaseException]  # what reached the app's error handler (a bug, or a dependency failing)
     signing_secret: str = ""
 
@@ -53,6 +55,7 @@ class Bot:
         self.desk.close()
         self.store.close()
         self.memory.close()
+        self.schedule.close()
 
 
 def web_client(settings: Settings) -> AsyncWebClient:
@@ -74,6 +77,10 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
         require_slack(settings)
     store = Store(settings.db)
     memory = SqliteRepairMemory(settings.db)  # the same file, its own table
+    schedule = SummarySchedule(settings.db, scheduler.next_run)  # and another
+    if settings.summary_channel:  # the operator's channel, unless it already has a schedule of its own
+        schedule.subscribe(settings.summary_channel, cron=settings.summary_cron, tz=settings.summary_tz, user="",
+                           keep=True)  # fmt: skip
     telemetry = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
     desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
                 reasoner=settings.build_reasoner(), time_budget=settings.time_budget)  # fmt: skip
@@ -81,7 +88,8 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,
                    request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode)  # fmt: skip
     front = SlackFront(desk, client, stream_interval=stream_interval, allowed_channels=settings.allowed_channels,
-                       allowed_users=settings.allowed_users, thread_questions=settings.thread_questions)  # fmt: skip
+                       allowed_users=settings.allowed_users, thread_questions=settings.thread_questions,
+                       schedule=schedule)  # fmt: skip
 
     @app.middleware
     async def once(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
@@ -103,7 +111,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     commands.register(app, front)
     actions.register(app, front)
     events.register(app, front)
-    return Bot(app, front, desk, store, memory, errors, settings.signing_secret)
+    return Bot(app, front, desk, store, memory, schedule, errors, settings.signing_secret)
 
 
 async def start_http(bot: Bot, *, host: str, port: int, events: bool = True) -> web.AppRunner:
@@ -150,10 +158,7 @@ async def serve(settings: Settings, *, host: str = "0.0.0.0") -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(bot.front.announce_recovered())]
-    if settings.summary_channel:
-        tasks.append(asyncio.create_task(scheduler.every(
-            settings.summary_cron, settings.summary_tz, lambda: bot.front.post_summary(settings.summary_channel))))  # fmt: skip
+    tasks = [asyncio.create_task(bot.front.announce_recovered()), asyncio.create_task(bot.front.run_summaries())]
     runner = await start_http(bot, host=host, port=settings.port, events=not settings.socket_mode)
     socket_mode = None
     try:

@@ -15,7 +15,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import render
+from bot import render, scheduler
 from bot.desk import AlreadyRunning, Chart, Desk, Run
 from bot.narration import Narrator
 from bot.stream import ThreadStream
@@ -25,6 +25,7 @@ from rca.errors import InputError, RcaError
 from rca.explain import is_question
 from rca.star.repair import RepairStep
 from storage.investigations import InvestigationRow
+from storage.schedules import SummarySchedule
 
 log = logging.getLogger("rcabot.slack")
 DAY = 86400.0
@@ -33,8 +34,10 @@ DAY = 86400.0
 class SlackFront:
     def __init__(self, desk: Desk, client: AsyncWebClient, *, stream_interval: float = 1.0,
                  allowed_channels: frozenset[str] = frozenset(), allowed_users: frozenset[str] = frozenset(),
-                 thread_questions: int = 20, clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+                 thread_questions: int = 20, schedule: SummarySchedule | None = None,
+                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
         self.desk = desk
+        self.schedule = schedule
         self.thread_questions = thread_questions
         self.client = client
         self.stream_interval = stream_interval
@@ -67,7 +70,11 @@ class SlackFront:
         return users
 
     def status_text(self, channel: str) -> str:
-        return render.status(self.desk.running(channel), queued=self.desk.queued_ahead())
+        text = render.status(self.desk.running(channel), queued=self.desk.queued_ahead())
+        sub = self.schedule.subscription(channel) if self.schedule is not None else None
+        if sub is not None:
+            text += f"\nDaily summary here: next at {render.clock(sub.next_run, sub.tz)}."
+        return text
 
     # -- /rca <service> <window> -------------------------------------------------------------
     async def investigate(self, command: RcaCommand, *, channel: str, user: str, team: str,
@@ -268,6 +275,29 @@ class SlackFront:
         end = self.clock()
         text, blocks = render.summary(await self.desk.summary(start=end - DAY, end=end, channel=channel))
         await self._call(self.client.chat_postMessage(channel=channel, text=text, blocks=blocks))
+
+    async def schedule_summary(self, *, channel: str, user: str, at: str | None, tz: str) -> str:
+        if self.schedule is None:
+            return "This rcabot keeps no schedule; ask the team that runs it."
+        if at is None:
+            gone = await asyncio.to_thread(self.schedule.unsubscribe, channel)
+            return "The daily summary here is stopped." if gone else "This channel has no daily summary to stop."
+        try:
+            cron = scheduler.daily(at, tz)
+        except InputError as exc:
+            return render.plain(str(exc))
+        sub = await asyncio.to_thread(self.schedule.subscribe, channel, cron=cron, tz=tz, user=user,
+                                      now=self.clock())  # fmt: skip
+        when = render.clock(sub.next_run, sub.tz)
+        await self._call(self.client.chat_postMessage(channel=channel, text=f"daily RCA summary at {at} {tz}", blocks=[
+            render.context(f"<@{user}> asked for this channel's RCA summary every day at {at} {tz}; "
+                           f"the first is {when}. `/rca summary off` stops it.")]))  # fmt: skip
+        return f"Done: this channel's summary every day at {at} {tz}, first {when}."
+
+    async def run_summaries(self) -> None:
+        """Post each subscribed channel's summary at its slot (see `bot.scheduler`), forever."""
+        if self.schedule is not None:
+            await scheduler.run_summaries(self.schedule, self.post_summary, clock=self.clock)
 
     # -- plumbing ----------------------------------------------------------------------------
     async def _owned(self, investigation: str, channel: str) -> InvestigationRow | None:

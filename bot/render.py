@@ -8,7 +8,9 @@ short of the documented total).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from bot.desk import Run, Summary, Verdict
 from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, RESUME, VERIFY, WRONG
@@ -48,6 +50,11 @@ def limit(blocks: list[Block]) -> list[Block]:
     if len(blocks) <= MAX_BLOCKS:
         return blocks
     return blocks[: MAX_BLOCKS - 1] + [context(f"… {len(blocks) - MAX_BLOCKS + 1} more block(s) left out")]
+
+
+def clock(t: float, tz: str) -> str:
+    """A moment as a person in that time zone reads it: `2026-12-02 09:00 Europe/Berlin`."""
+    return f"{datetime.fromtimestamp(t, ZoneInfo(tz)):%Y-%m-%d %H:%M} {tz}"
 
 
 def window_text(w: Window) -> str:

@@ -40,7 +40,12 @@ class Front(Protocol):
         ...
 
     async def post_summary(self, channel: str) -> None:
-        """Post the last day's summary into a channel."""
+        """Post the channel's own investigations of the last day into it."""
+        ...
+
+    async def schedule_summary(self, *, channel: str, user: str, at: str | None, tz: str) -> str:
+        """Subscribe the channel to a daily summary at `at` (HH:MM) in `tz`, or (None) stop it;
+        what to tell the user, a bad time or zone included."""
         ...
 
     async def repair(self, investigation: str, *, channel: str, user: str, team: str) -> None: ...

@@ -13,7 +13,6 @@ from typing import Any
 
 import aiohttp
 
-from bot import scheduler
 from bot.app import Bot, build_bot, start_http
 from bot.config import Settings
 from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, VERIFY, WRONG
@@ -153,16 +152,22 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             assert [f.correct for f in bot.store.feedback(inv.id)] == [True, False]
             assert bot.store.feedback(inv.id)[1].true_cause == "ts-contacts-service"
 
-            # the summary job posts the last day's investigations of the channel it posts into
-            sleeps = []
-
-            async def due_at_once(seconds: float) -> None:  # the first slot is now, the next never comes
-                sleeps.append(seconds)
-                if len(sleeps) > 1:
-                    await asyncio.Event().wait()
-
-            job = asyncio.create_task(scheduler.every("0 9 * * *", "UTC", lambda: bot.front.post_summary(CHANNEL),
-                                                      sleep=due_at_once))  # fmt: skip
+            # the channel subscribes to a daily summary; a bad time is refused by name
+            replied = len(slack.responses)
+            await post(url, command_body("summary daily 25:00", response_url=slack.response_url("s1"), trigger_id="t-s1"))
+            await post(url, command_body("summary daily 09:00 Europe/Berlin", response_url=slack.response_url("s2"),
+                                         trigger_id="t-s2"))  # fmt: skip
+            await slack.wait_for(lambda c: "every day at 09:00 Europe/Berlin" in blocks_text(c))
+            await _response(slack, replied + 2)
+            texts = [r["text"] for r in slack.responses[replied:]]
+            assert any("not a time of day" in t for t in texts) and any(t.startswith("Done") for t in texts)
+            sub = bot.schedule.subscription(CHANNEL)
+            assert sub is not None and sub.tz == "Europe/Berlin" and sub.next_run > time.time()
+            status, body, _ = await post(url, command_body("status", response_url=slack.response_url(), trigger_id="t-s3"))
+            assert "Daily summary here: next at" in body and "Europe/Berlin" in body
+            # its slot comes: the summary job posts the last day's investigations of this channel
+            bot.schedule.subscribe(CHANNEL, cron=sub.cron, tz=sub.tz, user="U0ONCALL", now=time.time() - 86400)
+            job = asyncio.create_task(bot.front.run_summaries())
             summary = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == CHANNEL
                                            and "Daily RCA summary" in str(c.params.get("text")), timeout=10)  # fmt: skip
             job.cancel()

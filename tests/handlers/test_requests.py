@@ -18,13 +18,17 @@ from rca.errors import InputError
         ("help", RcaCommand(Kind.HELP)),
         ("STATUS", RcaCommand(Kind.STATUS)),
         ("summary", RcaCommand(Kind.SUMMARY)),
+        ("summary daily 09:00", RcaCommand(Kind.SUBSCRIBE, at="09:00", tz="UTC")),
+        ("Summary DAILY 7:30 Europe/Berlin", RcaCommand(Kind.SUBSCRIBE, at="7:30", tz="Europe/Berlin")),
+        ("summary off", RcaCommand(Kind.UNSUBSCRIBE)),
     ],
 )
 def test_parses(text: str, expected: RcaCommand) -> None:
     assert parse_rca_command(text) == expected
 
 
-@pytest.mark.parametrize("text", ["<@U123> 10m", "$(rm -rf) 5m", "svc a b c d", "x" * 400, "{job=~\".+\"} 5m", "ü-service"])
+@pytest.mark.parametrize("text", ["<@U123> 10m", "$(rm -rf) 5m", "svc a b c d", "x" * 400, "{job=~\".+\"} 5m", "ü-service",
+                                  "summary weekly 09:00", "summary daily", "summary daily 09:00 UTC extra"])
 def test_refuses_with_a_reason(text: str) -> None:
     with pytest.raises(InputError) as err:
         parse_rca_command(text)
