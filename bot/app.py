@@ -27,6 +27,7 @@ from bot import scheduler
 from bot.config import Settings, require_slack
 from bot.desk import Desk
 from bot.front import SlackFront
+from bot.runbooks import load_runbooks
 from bot.telemetry import Telemetry, telemetry_from
 from handlers import actions, commands, events
 from handlers.payloads import well_formed
@@ -89,7 +90,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
                    request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode)  # fmt: skip
     front = SlackFront(desk, client, stream_interval=stream_interval, allowed_channels=settings.allowed_channels,
                        allowed_users=settings.allowed_users, thread_questions=settings.thread_questions,
-                       schedule=schedule)  # fmt: skip
+                       schedule=schedule, runbooks=load_runbooks(settings.runbooks))  # fmt: skip
 
     @app.middleware
     async def once(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> BoltResponse | None:

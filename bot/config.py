@@ -45,6 +45,7 @@ class Settings:
     allowed_channels: frozenset[str] = frozenset()  # empty: every channel
     allowed_users: frozenset[str] = frozenset()  # user ids and user-group ids (S...); empty: everyone
     thread_questions: int = 20  # follow-up questions answered in one investigation's thread
+    runbooks: Path | None = None  # YAML: per service owner, dashboard, runbook, rollback hint
 
     def claude(self) -> ClaudeConfig:
         return ClaudeConfig(model=self.model, api_key=self.anthropic_api_key or None,
@@ -116,6 +117,7 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         allowed_channels=_ids("RCABOT_ALLOWED_CHANNELS", text("RCABOT_ALLOWED_CHANNELS")),
         allowed_users=_ids("RCABOT_ALLOWED_USERS", text("RCABOT_ALLOWED_USERS")),
         thread_questions=number("RCABOT_THREAD_QUESTIONS", 20, low=0, high=1000),
+        runbooks=_path(text("RCABOT_RUNBOOKS")),
         live=LiveConfig(
             prometheus_url=check_url("PROMETHEUS_URL", text("PROMETHEUS_URL")),
             prom_mapping=_path(text("RCABOT_PROM_MAPPING")),

@@ -16,8 +16,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import render, scheduler
-from bot.desk import AlreadyRunning, Chart, Desk, Run
+from bot.desk import AlreadyRunning, Chart, Desk, Run, Verdict
 from bot.narration import Narrator
+from bot.runbooks import NONE, Runbook, Runbooks
 from bot.stream import ThreadStream
 from handlers.front import Respond, reply
 from handlers.requests import USAGE, RcaCommand
@@ -34,9 +35,10 @@ DAY = 86400.0
 class SlackFront:
     def __init__(self, desk: Desk, client: AsyncWebClient, *, stream_interval: float = 1.0,
                  allowed_channels: frozenset[str] = frozenset(), allowed_users: frozenset[str] = frozenset(),
-                 thread_questions: int = 20, schedule: SummarySchedule | None = None,
+                 thread_questions: int = 20, schedule: SummarySchedule | None = None, runbooks: Runbooks = NONE,
                  clock: Callable[[], float] = time.time) -> None:  # fmt: skip
         self.desk = desk
+        self.runbooks = runbooks
         self.schedule = schedule
         self.thread_questions = thread_questions
         self.client = client
@@ -136,7 +138,7 @@ class SlackFront:
             return
         await stream.close()
         verdict = await self.desk.verdict(run.id)
-        text, blocks = render.verdict(verdict)
+        text, blocks = render.verdict(verdict, runbook=self._runbook(verdict))
         await self._post(run.channel, ts, text, blocks)
         await self._chart(run.channel, ts, await self.desk.chart(run.id), "The root cause's most anomalous signal")
         top = verdict.trace.decision.ranking[0] if verdict.trace.decision.ranking else None
@@ -174,7 +176,7 @@ class SlackFront:
         await stream.close()
         text, blocks = render.repair(before, result)
         await self._post(channel, row.thread_ts, text, blocks)
-        text, blocks = render.verdict(after, repaired=True)
+        text, blocks = render.verdict(after, repaired=True, runbook=self._runbook(after))
         await self._post(channel, row.thread_ts, text, blocks)
 
     async def resume(self, investigation: str, *, channel: str, user: str, team: str) -> None:
@@ -300,6 +302,10 @@ class SlackFront:
             await scheduler.run_summaries(self.schedule, self.post_summary, clock=self.clock)
 
     # -- plumbing ----------------------------------------------------------------------------
+    def _runbook(self, verdict: Verdict) -> Runbook | None:
+        ranking = verdict.trace.decision.ranking
+        return self.runbooks.of(ranking[0][0]) if ranking else None
+
     async def _owned(self, investigation: str, channel: str) -> InvestigationRow | None:
         """The investigation a click names, if it belongs to the channel the click came from."""
         row = await asyncio.to_thread(self.desk.store.investigation, investigation) if investigation else None

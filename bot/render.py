@@ -7,12 +7,14 @@ short of the documented total).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.desk import Run, Summary, Verdict
+from bot.runbooks import Runbook
 from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, RESUME, VERIFY, WRONG
 from rca.explain import cited_evidence
 from rca.model import Cost, Window, to_iso
@@ -71,64 +73,122 @@ def parent(run: Run, status: str) -> tuple[str, list[Block]]:
 
 
 # -- the verdict -----------------------------------------------------------------------------
-def verdict(v: Verdict, *, repaired: bool = False) -> tuple[str, list[Block]]:
+CONFIDENCE_NOTE = ("% = the engine's belief shared among the ranked causes (adds up to 100%); "
+                   "the reasoning check audits how the verdict was reached")  # fmt: skip
+
+
+def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = None) -> tuple[str, list[Block]]:
+    """The verdict, to act on at a glance: the lead cause and why, the path to the symptom, what
+    to check or do next, whether the reasoning holds, and the buttons."""
     t = v.trace
     ranking = t.decision.ranking
     if not ranking:
         text = f"No root cause found for {v.service}"
         return text, limit([section(f"*{text}*: nothing anomalous was found in what could be read."),
-                            *_missing(t), *_audit(v.audit), _buttons(v.id, repair=False)])  # fmt: skip
+                            *_missing(t), context(_audit_line(v.audit)), _buttons(v.id, repair=False)])  # fmt: skip
     service, fault, confidence, _ = ranking[0]
-    head = f"{'Repaired verdict' if repaired else 'Verdict'}: {service} ({fault}), confidence {confidence:.0%}"
-    lines = [f"{i}. *{plain(s)}* — {f} — {c:.0%}" for i, (s, f, c, _) in enumerate(ranking[:5], start=1)]
-    blocks = [
-        {"type": "header", "text": {"type": "plain_text", "text": clip(head, 150)}},
-        section("*Ranked root causes*\n" + "\n".join(lines)),
-    ]
-    chain = _chain(t)
-    if chain:
-        blocks.append(section(f"*Causal chain*\n{chain}"))
-    evidence = _key_evidence(t)
-    if evidence:
-        blocks.append(section("*Key evidence*\n" + evidence))
-    blocks += _audit(v.audit)
+    head = f"{'Repaired verdict' if repaired else 'Likely cause'}: {service} — {_fault(fault)} ({confidence:.0%})"
+    others = ", ".join(f"{plain(s)} ({_fault(f)}, {c:.0%})" for s, f, c, _ in ranking[1:3])
+    blocks = [{"type": "header", "text": {"type": "plain_text", "text": clip(head, 150)}},
+              section(f"*Why*\n{_why(t)}" + (f"\n_Other candidates_: {others}" if others else ""))]  # fmt: skip
+    path = _chain(t)
+    if path:
+        blocks.append(section(f"*Path to the symptom*\n{path}"))
+    blocks.append(section(f"*Next*\n{_next(t, runbook)}"))
+    blocks.append(context(_audit_line(v.audit)))
     blocks += _missing(t)
     if v.similar:
         seen = ", ".join(f"`{r.id}` ({to_iso(r.created)[:10]})" for r in v.similar)
-        blocks.append(context(f"🔁 Seen before with the same verdict: {seen}"))
+        blocks.append(context(f"🔁 Seen before in this channel with the same verdict: {seen}"))
     blocks.append(_buttons(v.id, repair=True))
-    blocks.append(context(footer(t.cost, t.engine)))
+    blocks.append(context(f"{CONFIDENCE_NOTE} · {footer(t.cost, t.engine)}"))
     return head, limit(blocks)
 
 
+_FAULTS = {"cpu": "CPU saturation", "memory": "memory pressure", "disk": "disk pressure",
+           "network_delay": "network delay", "network_loss": "packet loss", "exception": "errors (exceptions)",
+           "wrong_result": "wrong results (code fault)", "overload": "overload", "unknown": "fault of unknown kind"}  # fmt: skip
+_JARGON = re.compile(r",? ?robust z -?[\d.]+")
+
+
+def _fault(fault: str) -> str:
+    return _FAULTS.get(fault, fault.replace("_", " "))
+
+
+def _why(t: Trace) -> str:
+    """The lead's strongest findings in plain words, each with when it began."""
+    lines = []
+    for ev in cited_evidence(t, t.hypotheses[0], 3) if t.hypotheses else []:
+        began = f" (from {to_iso(ev.onset)[11:16]} UTC)" if ev.onset is not None else ""
+        if ev.under_way:
+            began = " (already under way when the window opened)"
+        lines.append(f"• {plain(ev.entity)}: {plain(clip(_JARGON.sub('', ev.detail), 180))}{began}")
+    return "\n".join(lines) or "• no single finding stands out; see the evidence with `evidence` in the thread"
+
+
 def _chain(t: Trace) -> str:
-    lead = t.hypotheses[0].id if t.hypotheses else None
-    chain = next((c for c in t.chains if c.hypothesis == lead), None)
-    if chain is None or not chain.links:
+    """From the blamed service along the calls to the symptom; a step the telemetry does not
+    support (no anomaly there, or one that began too late) is drawn dotted."""
+    lead = t.hypotheses[0] if t.hypotheses else None
+    chain = next((c for c in t.chains if lead is not None and c.hypothesis == lead.id), None)
+    if chain is None or lead is None:
         return ""
-    parts = [f"*{plain(chain.links[0].source)}*"]
+    parts, at = [f"*{plain(chain.root)}*"], chain.root
     for ln in chain.links:
-        onset = f" (from {to_iso(ln.onset_target)[11:19]})" if ln.onset_target else ""
-        parts.append(f"{plain(ln.target)}{onset}")
-    return " → ".join(parts)
-
-
-def _key_evidence(t: Trace, n: int = 4) -> str:
-    if not t.hypotheses:
+        if ln.source != at:
+            parts.append(f"⋯ {plain(ln.source)}")
+        onset = f" (from {to_iso(ln.onset_target)[11:16]})" if ln.onset_target else ""
+        parts.append(f"→ {plain(ln.target)}{onset}")
+        at = ln.target
+    if at != t.symptom:
+        parts.append(f"⋯ {plain(t.symptom)}")
+    if len(parts) == 1:
         return ""
-    cited = cited_evidence(t, t.hypotheses[0], n)
-    return "\n".join(f"• {plain(ev.entity)} · {ev.modality.value}: {plain(clip(ev.detail, 200))}" for ev in cited)
+    return " ".join(parts) + "\n_→ telemetry shows the effect in order · ⋯ on the call path, not shown by the data_"
 
 
-def _audit(a: Audit) -> list[Block]:
+def _next(t: Trace, runbook: Runbook | None) -> str:
+    """The checks that would tell the leading causes apart, in words, and the team's own runbook."""
+    names = {h.id: h.service for h in t.hypotheses}
+    lines = []
+    for test in t.decision.tests[:3]:
+        suspect = names.get(test.hypothesis, test.target)
+        lines.append(f"• Check {plain(test.subject)} at {plain(test.target)} ({test.tool}): abnormal if "
+                     f"{plain(suspect)} is the cause")  # fmt: skip
+    if runbook is not None:
+        if runbook.owner:
+            lines.append(f"• Owner: {_owner(runbook.owner)}")
+        links = [f"<{u}|{label}>" for u, label in ((runbook.dashboard, "dashboard"), (runbook.runbook, "runbook")) if u]
+        if links:
+            lines.append("• " + " · ".join(links))
+        if runbook.rollback:
+            rollback = plain(runbook.rollback).replace("`", "'")
+            lines.append(f"• Roll back: `{rollback}`")
+    if not lines:
+        lines.append("• Press *Run checks* to query the signals that separate the candidates")
+    return "\n".join(lines)
+
+
+_SLACK_ID = re.compile(r"^[US][A-Z0-9]{2,20}$")
+
+
+def _owner(owner: str) -> str:
+    """A Slack user or group id becomes a mention; anything else is shown as written, escaped."""
+    if _SLACK_ID.match(owner):
+        return f"<@{owner}>" if owner.startswith("U") else f"<!subteam^{owner}>"
+    return plain(owner)
+
+
+def _audit_line(a: Audit) -> str:
     blamed = a.blamed
-    head = f"*Self-audit (STAR)*: S = {a.score:.2f} · route *{a.route.value.replace('_', ' ')}*"
-    if blamed is None:
-        return [section(head + "\nNo stage of the reasoning violates an RCA requirement.")]
-    lines = [head, f"Weakest stage: *{blamed.stage.replace('_', ' ')}* (severity {blamed.severity:.2f})"]
-    for c in blamed.violations[:4]:
-        lines.append(f"• {c.name.replace('_', ' ')} ({c.score:.2f}): {plain(clip(c.explanation, 300))}")
-    return [section("\n".join(lines))]
+    if a.route.value == "accept":
+        weak = ""
+        if blamed is not None and blamed.violations:
+            weak = f"; weakest part: {blamed.stage.replace('_', ' ')} ({plain(clip(blamed.violations[0].explanation, 160))})"
+        return f"✅ Reasoning checked: OK (score {a.score:.2f} of 1){weak}"
+    stage = blamed.stage.replace("_", " ") if blamed is not None else "no single stage"
+    why = plain(clip(blamed.violations[0].explanation, 200)) if blamed is not None and blamed.violations else ""
+    return f"⚠️ Reasoning weak at {stage}{': ' + why if why else ''} (score {a.score:.2f} of 1) · *Repair reasoning* re-checks it"
 
 
 def _missing(t: Trace) -> list[Block]:
@@ -140,14 +200,30 @@ def _buttons(id: str, *, repair: bool) -> Block:
     elements = []
     if repair:
         elements.append({"type": "button", "action_id": REPAIR, "value": id, "style": "primary",
-                         "text": {"type": "plain_text", "text": "Run repair"}})  # fmt: skip
+                         "text": {"type": "plain_text", "text": "Repair reasoning"}})  # fmt: skip
         elements.append({"type": "button", "action_id": VERIFY, "value": id,
-                         "text": {"type": "plain_text", "text": "Run verification tests"}})  # fmt: skip
+                         "text": {"type": "plain_text", "text": "Run checks"}})  # fmt: skip
     elements.append({"type": "button", "action_id": CORRECT, "value": id,
-                     "text": {"type": "plain_text", "text": "✓ Correct"}})  # fmt: skip
+                     "text": {"type": "plain_text", "text": "✓ Right"}})  # fmt: skip
     elements.append({"type": "button", "action_id": WRONG, "value": id, "style": "danger",
                      "text": {"type": "plain_text", "text": "✗ Wrong"}})  # fmt: skip
     return {"type": "actions", "block_id": f"verdict:{id}", "elements": elements}
+
+
+def as_text(blocks: Sequence[Block]) -> str:
+    """Blocks as plain terminal text, for the console: the same words Slack shows."""
+    out = []
+    for b in blocks:
+        if b["type"] in ("section", "header"):
+            out.append(b["text"]["text"])
+        elif b["type"] == "context":
+            out.append("  " + " ".join(e.get("text", "") for e in b["elements"]))
+        elif b["type"] == "actions":
+            out.append("[" + "] [".join(e["text"]["text"] for e in b["elements"]) + "]")
+    text = "\n".join(out)
+    text = re.sub(r"<(https?://[^|>]+)\|([^>]+)>", r"\2: \1", text)
+    text = text.replace("*", "").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return text
 
 
 def footer(cost: Cost, engine: str) -> str:
@@ -183,15 +259,20 @@ def _top(t: Trace) -> str:
 
 
 def verification(run: VerificationRun) -> tuple[str, list[Block]]:
-    rows = [f"{'test':<5} {'target':<26} {'tool':<8} {'expected if lead':<16} {'observed':<10}"]
+    """Each check: which candidate it tests, what it would show were that candidate the cause,
+    what it showed, and so whether it speaks for or against that candidate."""
+    names = {h.id: h.service for h in run.before}
+    rows = [f"{'check':<6} {'tests candidate':<26} {'tool':<8} {'if it is the cause':<18} {'observed':<10} result"]
     for o in run.outcomes:
         expected = dict(o.test.expected).get(o.test.hypothesis, "?")
-        rows.append(f"{o.test.id:<5} {o.test.target[:26]:<26} {o.test.tool:<8} {expected:<16} {o.observed:<10}")
+        suspect = names.get(o.test.hypothesis, o.test.target)
+        result = "for" if o.observed == expected else ("unclear" if o.observed not in ("anomalous", "normal") else "against")
+        rows.append(f"{o.test.id:<6} {suspect[:26]:<26} {o.test.tool:<8} {expected:<18} {o.observed:<10} {result}")
     table = "```" + clip("\n".join(rows).replace("`", "'"), 2600) + "```"
     details = "\n".join(f"• `{o.test.id}` {plain(clip(o.detail, 220))}" for o in run.outcomes)
     after = ", ".join(f"{h.service} ({h.fault_type.value}) {h.value:.2f}" for h in run.after[:5])
     before = ", ".join(h.service for h in run.before[:5])
-    text = f"Verification: {len(run.outcomes)} test(s) run"
+    text = f"Checks: {len(run.outcomes)} run"
     blocks = [section(f"*{text}*"), section(table)]
     if details:
         blocks.append(section(details))
@@ -199,7 +280,6 @@ def verification(run: VerificationRun) -> tuple[str, list[Block]]:
     return text, blocks
 
 
-# -- feedback --------------------------------------------------------------------------------
 def feedback_view(id: str, candidates: Sequence[str]) -> dict[str, Any]:
     """The modal asking for the true cause when a verdict is marked wrong."""
     hint = ", ".join(candidates[:5])

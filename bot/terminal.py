@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from rca.explain import cited_evidence
 from rca.model import Diagnosis, Incident, to_iso
 from rca.search.events import (
     ActionTaken,
@@ -21,6 +20,7 @@ from rca.star.verify import VerificationRun
 
 if TYPE_CHECKING:
     from bot.desk import Verdict
+    from bot.runbooks import Runbook
 
 
 def render_event(event: Event) -> str | None:
@@ -118,27 +118,13 @@ class ProgressBar:
         self._stream.flush()
 
 
-def render_verdict(v: Verdict, *, top: int = 5) -> str:
-    """A finished investigation for the console: ranking, chain, evidence, audit, cost."""
-    t = v.trace
-    lines = [f"Verdict for {v.service} ({v.id}), window {to_iso(v.window.start)} .. {to_iso(v.window.end)}"]
-    for note in t.evidence_package.missing:
-        lines.append(f"  note: {note}")
-    if not t.decision.ranking:
-        lines.append("  no root-cause candidate: nothing anomalous was found in what could be read")
-    for i, (service, fault, confidence, _) in enumerate(t.decision.ranking[:top], start=1):
-        lines.append(f"  {i:>2}  {service:<40} {fault:<14} {confidence:>6.0%}")
-    lead = t.hypotheses[0] if t.hypotheses else None
-    chain = next((c for c in t.chains if lead and c.hypothesis == lead.id), None)
-    if chain and chain.links:
-        lines.append("  chain: " + " -> ".join([chain.links[0].source] + [ln.target for ln in chain.links]))
-    if lead:
-        for ev in cited_evidence(t, lead, 3):
-            lines.append(f"  - {ev.entity}: {ev.detail[:110]}")
-    for r in v.similar:
-        lines.append(f"  seen before: {r.id} on {to_iso(r.created)[:10]}, same verdict")
-    lines.append(render_audit(v.audit))
-    c = t.cost
-    lines.append(f"  {c.seconds:.2f} s, {c.iterations} iterations, {c.evidence_items} evidence items, "
-                 f"{c.llm_calls} model calls")  # fmt: skip
-    return "\n".join(lines)
+def render_verdict(v: Verdict, *, runbook: Runbook | None = None) -> str:
+    """A finished investigation for the console: the words of Slack's verdict (the same
+    renderer), under a line naming the investigation and its window."""
+    # Slack's renderer needs the desk, which the CLI need not load for its other commands
+    from bot import render
+
+    head = f"Verdict for {v.service} ({v.id}), window {to_iso(v.window.start)} .. {to_iso(v.window.end)}"
+    return head + "\n" + render.as_text(render.verdict(v, runbook=runbook)[1])
+
+

@@ -5,10 +5,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import networkx as nx
+import pytest
 
 from bot import render
 from bot.desk import Verdict
+from bot.runbooks import load_runbooks
 from handlers.ids import REPAIR, VERIFY
+from rca.errors import InputError
 from rca.model import Window
 from rca.star.audit import audit
 from rca.star.criteria import AuditContext
@@ -43,3 +46,36 @@ def test_verdict_stays_inside_slack_limits_and_escapes_telemetry() -> None:
     actions = [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
     assert REPAIR in actions and VERIFY in actions
     assert "model calls" in payload  # the cost footer
+
+
+def _words(blocks: list[dict]) -> str:  # type: ignore[type-arg]
+    return render.as_text(blocks)
+
+
+def test_the_verdict_fits_one_screen_names_the_blamed_service_first_and_says_what_next(tmp_path: Path) -> None:
+    trace = demo_trace()
+    verdict = Verdict("inv-1", "Frontend", Window(0, 600), trace, audit(trace, AuditContext(nx.DiGraph())))
+    book = tmp_path / "runbooks.yaml"
+    lead = trace.decision.ranking[0][0]
+    book.write_text(f"{lead}:\n  owner: S0ORDERS\n  dashboard: https://grafana.example.com/d/x\n"
+                    "  rollback: kubectl rollout undo deploy/x\n'*':\n  owner: '@platform <!channel>'\n")
+    books = load_runbooks(book)
+    _, blocks = render.verdict(verdict, runbook=books.of(lead))
+    words = _words(blocks)
+    assert len(blocks) <= 12 and len(words) <= 1500
+    path = next(b["text"]["text"] for b in blocks if b["type"] == "section" and "Path to the symptom" in b["text"]["text"])
+    assert path.split("\n")[1].startswith(f"*{lead}*")  # the chain starts at the blamed service
+    assert "<!subteam^S0ORDERS>" in json.dumps(blocks) and "kubectl rollout undo" in words and "dashboard" in words
+    assert "Repair reasoning" in words and "Run checks" in words and "Reasoning" in words
+    assert "robust z" not in words and "h-1" not in words  # no jargon, no internal ids
+    # any other service gets the catch-all, whose text is shown, never read as markup
+    assert "<!channel>" not in json.dumps(render.verdict(verdict, runbook=books.of("elsewhere"))[1])
+
+
+@pytest.mark.parametrize("text", ["- a list", "svc: just text", "svc:\n  pager: x", "svc:\n  dashboard: javascript:alert(1)",
+                                  "svc:\n  owner: [1, 2]", "svc: {owner: 'x'\n"])  # fmt: skip
+def test_a_bad_runbook_file_is_refused_by_name(tmp_path: Path, text: str) -> None:
+    book = tmp_path / "runbooks.yaml"
+    book.write_text(text)
+    with pytest.raises(InputError, match="RCABOT_RUNBOOKS"):
+        load_runbooks(book)

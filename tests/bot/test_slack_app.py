@@ -78,7 +78,7 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             assert "Frontend" in parent.params["text"] and parent.params["channel"] == CHANNEL
             verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c))
             thread = verdict.params["thread_ts"]
-            assert VERIFY in blocks_text(verdict) and "Self-audit (STAR)" in blocks_text(verdict)
+            assert VERIFY in blocks_text(verdict) and any(f"Reasoning {w}" in blocks_text(verdict) for w in ("checked", "weak"))
             stream = slack.of("chat.startStream")
             assert stream and stream[0].params["thread_ts"] == thread and stream[0].params["recipient_team_id"]
             streamed = " ".join(str(c.params.get("chunks")) for c in slack.calls if "Stream" in c.method)
@@ -111,7 +111,7 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             # Run verification tests: the table of test, expected, observed and the re-ranking
             await post(url, action_body(VERIFY, inv.id, channel=CHANNEL, message_ts=thread,
                                         response_url=slack.response_url("r3"), trigger_id="t-verify"))  # fmt: skip
-            tests = await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Verification:" in str(c.params.get("text")))
+            tests = await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Checks:" in str(c.params.get("text")))
             assert "observed" in blocks_text(tests) and "Re-ranked" in blocks_text(tests)
             assert bot.store.verifications(inv.id)
 
@@ -319,7 +319,7 @@ def test_every_listener_acks_before_it_calls_slack(tmp_path: Path, nezha_slice: 
             assert seconds < 2.0
             # one at a time, each one's work done before the next (work on the bot's threads slows
             # every ack: that is the multi-process issue's, not this test's)
-            done = {VERIFY: "Verification:", CORRECT: "marked this verdict correct", WRONG: "",
+            done = {VERIFY: "Checks:", CORRECT: "marked this verdict correct", WRONG: "",
                     REPAIR: "Repaired verdict"}  # fmt: skip
             for action, trigger in ((VERIFY, "t-v"), (CORRECT, "t-c"), (WRONG, "t-w"), (REPAIR, "t-r")):
                 _, _, seconds = await post(url, action_body(action, inv.id, channel=CHANNEL, message_ts=thread,
