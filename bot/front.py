@@ -128,8 +128,7 @@ class SlackFront:
                          + (f" (queued behind {queued} investigation(s))" if queued else "") + "…")  # fmt: skip
         try:
             async for event in self.desk.investigate(run):
-                line = narrator.line(event)
-                if line:
+                for line in narrator.lines(event):
                     await stream.add(render.plain(line))
         except (RcaError, OSError, ValueError) as exc:
             log.warning("investigation %s failed", run.id, exc_info=True)

@@ -14,6 +14,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.desk import Run, Summary, Verdict
+from bot.narration import readable
 from bot.runbooks import Runbook
 from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, RESUME, VERIFY, WRONG
 from rca.explain import cited_evidence
@@ -108,7 +109,6 @@ def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = Non
 _FAULTS = {"cpu": "CPU saturation", "memory": "memory pressure", "disk": "disk pressure",
            "network_delay": "network delay", "network_loss": "packet loss", "exception": "errors (exceptions)",
            "wrong_result": "wrong results (code fault)", "overload": "overload", "unknown": "fault of unknown kind"}  # fmt: skip
-_JARGON = re.compile(r",? ?robust z -?[\d.]+")
 
 
 def _fault(fault: str) -> str:
@@ -122,7 +122,7 @@ def _why(t: Trace) -> str:
         began = f" (from {to_iso(ev.onset)[11:16]} UTC)" if ev.onset is not None else ""
         if ev.under_way:
             began = " (already under way when the window opened)"
-        lines.append(f"• {plain(ev.entity)}: {plain(clip(_JARGON.sub('', ev.detail), 180))}{began}")
+        lines.append(f"• {plain(ev.entity)}: {plain(clip(readable(ev.detail), 180))}{began}")
     return "\n".join(lines) or "• no single finding stands out; see the evidence with `evidence` in the thread"
 
 

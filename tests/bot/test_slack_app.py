@@ -82,7 +82,7 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             stream = slack.of("chat.startStream")
             assert stream and stream[0].params["thread_ts"] == thread and stream[0].params["recipient_team_id"]
             streamed = " ".join(str(c.params.get("chunks")) for c in slack.calls if "Stream" in c.method)
-            assert "hypotheses" in streamed and "metrics" in streamed
+            assert "now suspects" in streamed and "metrics" in streamed
             assert slack.of("chat.stopStream")
             # the chart of the decisive signal, uploaded into the thread
             done = await slack.wait_for(lambda c: c.method == "files.completeUploadExternal")
