@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hmac
 import logging
 import signal
 from collections.abc import Awaitable, Callable
@@ -24,19 +26,24 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import scheduler
+from bot.alerts import Alerts, load_routes
 from bot.config import Settings, require_slack
 from bot.desk import Desk
 from bot.front import SlackFront
 from bot.runbooks import load_runbooks
 from bot.telemetry import Telemetry, telemetry_from
 from handlers import actions, commands, events
+from handlers.alerts import MAX_BODY, parse_notification
 from handlers.payloads import well_formed
+from rca.errors import InputError
+from storage.alerts import AlertStore
 from storage.investigations import Store
 from storage.repair_memory import SqliteRepairMemory
 from storage.schedules import SummarySchedule
 
 log = logging.getLogger("rcabot")
 EVENTS_PATH = "/slack/events"
+ALERTS_PATH = "/alerts/alertmanager"
 
 
 @dataclass
@@ -49,14 +56,17 @@ class Bot:
     store: Store
     memory: SqliteRepairMemory
     schedule: SummarySchedule
+    alerts: Alerts
     errors: list[BaseException]  # what reached the app's error handler (a bug, or a dependency failing)
     signing_secret: str = ""
+    alert_auth: tuple[str, ...] = ()  # the Authorization headers the alert webhook accepts; none: it is off
 
     def close(self) -> None:
         self.desk.close()
         self.store.close()
         self.memory.close()
         self.schedule.close()
+        self.alerts.store.close()
 
 
 def web_client(settings: Settings) -> AsyncWebClient:
@@ -112,7 +122,21 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     commands.register(app, front)
     actions.register(app, front)
     events.register(app, front)
-    return Bot(app, front, desk, store, memory, schedule, errors, settings.signing_secret)
+    alerts = Alerts(front, AlertStore(settings.db), load_routes(settings.alert_routes),
+                    per_minute=settings.alert_threads_per_minute)  # fmt: skip
+    front.alerts = alerts.store
+    return Bot(app, front, desk, store, memory, schedule, alerts, errors, settings.signing_secret,
+               alert_auth=_alert_auth(settings))  # fmt: skip
+
+
+def _alert_auth(settings: Settings) -> tuple[str, ...]:
+    """What Alertmanager's http_config sends: `Authorization: Bearer <token>` or basic auth."""
+    accepted = []
+    if settings.alert_token:
+        accepted.append(f"Bearer {settings.alert_token}")
+    if settings.alert_basic:
+        accepted.append("Basic " + base64.b64encode(settings.alert_basic.encode()).decode())
+    return tuple(accepted)
 
 
 async def start_http(bot: Bot, *, host: str, port: int, events: bool = True) -> web.AppRunner:
@@ -143,6 +167,23 @@ async def start_http(bot: Bot, *, host: str, port: int, events: bool = True) -> 
         return web.json_response({"ok": True, "running": len(bot.desk.running())})
 
     webapp.router.add_get("/healthz", health)
+
+    async def alertmanager(request: web.Request) -> web.Response:
+        """Alertmanager's webhook: authenticated, parsed, answered at once; the work follows."""
+        given = request.headers.get("Authorization", "")
+        if not bot.alert_auth or not any(hmac.compare_digest(given.encode(), a.encode()) for a in bot.alert_auth):
+            return web.json_response({"error": "unauthorized"}, status=401)
+        if (request.content_length or 0) > MAX_BODY:
+            return web.json_response({"error": f"payload over {MAX_BODY} bytes"}, status=413)
+        try:
+            body = await request.content.read(MAX_BODY + 1)
+            notification = parse_notification(body)
+        except InputError as exc:
+            return web.json_response({"error": str(exc)[:300]}, status=413 if "bytes" in str(exc) else 400)
+        bot.alerts.take(notification)
+        return web.json_response({"ok": True})
+
+    webapp.router.add_post(ALERTS_PATH, alertmanager)
     runner = web.AppRunner(webapp, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()

@@ -82,8 +82,10 @@ def binaries() -> tuple[str, str] | None:
 
 
 @contextmanager
-def backfilled(case: IncidentCase, workdir: Path) -> Iterator[tuple[str, Path]]:
-    """A running Prometheus holding the case's metrics; yields its URL and the mapping file."""
+def backfilled(case: IncidentCase, workdir: Path, *, config: str = "",
+               flags: Sequence[str] = ()) -> Iterator[tuple[str, Path]]:  # fmt: skip
+    """A running Prometheus holding the case's metrics; yields its URL and the mapping file.
+    `config` replaces the minimal prometheus.yml (rule files, Alertmanager), `flags` are added."""
     found = binaries()
     if found is None:
         raise RuntimeError("prometheus and promtool are not installed (scripts/ensure-prometheus.sh)")
@@ -92,11 +94,11 @@ def backfilled(case: IncidentCase, workdir: Path) -> Iterator[tuple[str, Path]]:
     data = workdir / "tsdb"
     subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(om), str(data)],
                    check=True, capture_output=True, timeout=120)  # fmt: skip
-    (workdir / "prometheus.yml").write_text(CONFIG)
+    (workdir / "prometheus.yml").write_text(config or CONFIG)
     port = free_port()
     log = (workdir / "prometheus.log").open("w")
     proc = subprocess.Popen([prometheus, f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
-                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
+                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}", *flags],
                             stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:

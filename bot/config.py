@@ -46,6 +46,10 @@ class Settings:
     allowed_users: frozenset[str] = frozenset()  # user ids and user-group ids (S...); empty: everyone
     thread_questions: int = 20  # follow-up questions answered in one investigation's thread
     runbooks: Path | None = None  # YAML: per service owner, dashboard, runbook, rollback hint
+    alert_token: str = ""  # the bearer token Alertmanager's http_config sends; or
+    alert_basic: str = ""  # "user:password" for HTTP basic auth; neither: no alert webhook
+    alert_routes: Path | None = None  # YAML: label matchers -> channel and service label
+    alert_threads_per_minute: int = 10  # new investigation threads alerts may open per channel a minute
 
     def claude(self) -> ClaudeConfig:
         return ClaudeConfig(model=self.model, api_key=self.anthropic_api_key or None,
@@ -118,6 +122,10 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         allowed_users=_ids("RCABOT_ALLOWED_USERS", text("RCABOT_ALLOWED_USERS")),
         thread_questions=number("RCABOT_THREAD_QUESTIONS", 20, low=0, high=1000),
         runbooks=_path(text("RCABOT_RUNBOOKS")),
+        alert_token=text("RCABOT_ALERT_TOKEN"),
+        alert_basic=_basic(text("RCABOT_ALERT_BASIC")),
+        alert_routes=_path(text("RCABOT_ALERT_ROUTES")),
+        alert_threads_per_minute=number("RCABOT_ALERT_THREADS_PER_MINUTE", 10, low=1, high=1000),
         live=LiveConfig(
             prometheus_url=check_url("PROMETHEUS_URL", text("PROMETHEUS_URL")),
             prom_mapping=_path(text("RCABOT_PROM_MAPPING")),
@@ -138,6 +146,12 @@ def _ids(name: str, value: str) -> frozenset[str]:
     if bad:
         raise InputError(f"{name}: {bad[0]!r} is not a Slack id (comma-separated ids like C0123, U0456, S0789)")
     return ids
+
+
+def _basic(value: str) -> str:
+    if value and (":" not in value or value.startswith(":")):
+        raise InputError("RCABOT_ALERT_BASIC: expected user:password")
+    return value
 
 
 def _path(value: str) -> Path | None:

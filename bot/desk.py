@@ -9,6 +9,7 @@ loop stays free to acknowledge Slack within its three seconds.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -85,6 +86,9 @@ class Chart:
     title: str
 
 
+ALERTMANAGER = "alertmanager"  # the user an alert-started investigation is recorded under
+
+
 @dataclass(frozen=True, slots=True)
 class Summary:
     start: float
@@ -96,6 +100,13 @@ class Summary:
     @property
     def accuracy(self) -> float | None:
         return sum(self.feedback.values()) / len(self.feedback) if self.feedback else None
+
+    @property
+    def from_alerts(self) -> tuple[int, int, int]:
+        """Investigations an alert started: how many, how many have feedback, how many marked right."""
+        ids = [r.id for r in self.rows if r.user == ALERTMANAGER]
+        judged = [self.feedback[i] for i in ids if i in self.feedback]
+        return len(ids), len(judged), sum(judged)
 
 
 class Desk:
@@ -123,8 +134,10 @@ class Desk:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- starting ----------------------------------------------------------------------------
-    async def open(self, service: str, window_text: str, *, channel: str, user: str) -> Run:
-        """Validate a request and record a new investigation; InputError says what is wrong."""
+    async def open(self, service: str, window_text: str, *, channel: str, user: str,
+                   alert_time: float | None = None) -> Run:  # fmt: skip
+        """Validate a request and record a new investigation; InputError says what is wrong.
+        `alert_time`: when an alert says the symptom began (the engine places evidence by it)."""
         if not service or len(service) > 200 or not set(service) <= SERVICE_CHARS:
             raise InputError(f"{service[:60]!r} is not a service name")
         key = (service, channel)
@@ -137,6 +150,8 @@ class Desk:
             if service not in known:
                 raise InputError(f"unknown service {service!r}.{suggest(service, known)}")
             incident = await self.telemetry.incident(service, window)
+            if alert_time is not None and window.start <= alert_time <= window.end:
+                incident = dataclasses.replace(incident, alert_time=alert_time)
             run = Run(f"inv-{uuid.uuid4().hex[:12]}", service, window, channel, user, self.clock(), incident)
             await asyncio.to_thread(self.store.start, id=run.id, service=service, window=(window.start, window.end),
                                     channel=channel, user=user, engine=self.engine)  # fmt: skip

@@ -16,7 +16,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import render, scheduler
-from bot.desk import AlreadyRunning, Chart, Desk, Run, Verdict
+from bot.desk import ALERTMANAGER, AlreadyRunning, Chart, Desk, Run, Verdict
 from bot.narration import Narrator
 from bot.runbooks import NONE, Runbook, Runbooks
 from bot.stream import ThreadStream
@@ -25,6 +25,7 @@ from handlers.requests import USAGE, RcaCommand
 from rca.errors import InputError, RcaError
 from rca.explain import is_question
 from rca.star.repair import RepairStep
+from storage.alerts import AlertStore
 from storage.investigations import InvestigationRow
 from storage.schedules import SummarySchedule
 
@@ -39,6 +40,8 @@ class SlackFront:
                  clock: Callable[[], float] = time.time) -> None:  # fmt: skip
         self.desk = desk
         self.runbooks = runbooks
+        self._alert_runs: set[asyncio.Task[None]] = set()
+        self.alerts: AlertStore | None = None  # set by the app: alerts no route took, for /rca status
         self.schedule = schedule
         self.thread_questions = thread_questions
         self.client = client
@@ -76,6 +79,10 @@ class SlackFront:
         sub = self.schedule.subscription(channel) if self.schedule is not None else None
         if sub is not None:
             text += f"\nDaily summary here: next at {render.clock(sub.next_run, sub.tz)}."
+        unrouted = self.alerts.unrouted_since(self.clock() - DAY) if self.alerts is not None else 0
+        if unrouted:
+            text += (f"\n⚠️ {unrouted} Alertmanager notification(s) in the last day matched no route and "
+                     "no default channel (RCABOT_ALERT_ROUTES).")  # fmt: skip
         return text
 
     # -- /rca <service> <window> -------------------------------------------------------------
@@ -100,6 +107,64 @@ class SlackFront:
         ts = str(posted["ts"])
         await self.desk.set_thread(run.id, parent_ts=ts, thread_ts=ts)
         await self._run(run, ts, team=team)
+
+    # -- investigations an alert started -----------------------------------------------------
+    async def investigate_alert(self, *, channel: str, service: str, service_label: str, headline: str, alerts: int,
+                                reach: float, began_ago: float) -> tuple[str, str]:  # fmt: skip
+        """Post the alert into the channel and investigate it in that message's thread, over a
+        window that ends now and reaches back `reach` seconds, the symptom having begun
+        `began_ago` seconds ago. Returns the thread and the investigation (or "" when none ran:
+        the alert names no known service, or one is already being investigated here)."""
+        head = f"🚨 Alert: {render.plain(headline[:300])}" + (f" ({alerts} alerts)" if alerts > 1 else "")
+        try:
+            posted = await self.client.chat_postMessage(channel=channel, text=head[:3000], blocks=[
+                render.section(f"*{head}*"), render.context(f"from Alertmanager · service label `{service_label}`: "
+                                                            f"`{render.plain(service[:200]) or 'none'}`")])  # fmt: skip
+        except SlackApiError as exc:
+            log.warning("cannot post an alert into %s: %s", channel[:40], exc.response.get("error"))
+            return "", ""
+        ts = str(posted["ts"])
+        if not service:
+            await self._post(channel, ts, "no service", [render.context(
+                f"The alert carries no `{service_label}` label, so there is no service to investigate.")])  # fmt: skip
+            return ts, ""
+        now = await self.desk.telemetry.now()
+        try:
+            run = await self.desk.open(service, f"{max(60, round(reach))}s", channel=channel, user=ALERTMANAGER,
+                                       alert_time=now - began_ago)  # fmt: skip
+        except AlreadyRunning as exc:
+            await self._post(channel, ts, "already running", [render.context(await self._already(exc))])
+            return ts, exc.run.id if exc.run is not None else ""
+        except InputError as exc:
+            await self._post(channel, ts, "cannot investigate", [render.context(
+                f"Not investigated: {render.plain(str(exc))[:500]}")])  # fmt: skip
+            return ts, ""
+        await self.desk.set_thread(run.id, parent_ts=ts, thread_ts=ts)
+        task = asyncio.create_task(self._run(run, ts, team=""))
+        self._alert_runs.add(task)
+        task.add_done_callback(self._alert_runs.discard)
+        return ts, run.id
+
+    async def finish_alert_runs(self) -> None:
+        while self._alert_runs:
+            await asyncio.gather(*list(self._alert_runs), return_exceptions=True)
+
+    async def alert_note(self, channel: str, thread_ts: str, text: str) -> None:
+        await self._post(channel, thread_ts, text, [render.context(text)])
+
+    async def alerts_folded(self, channel: str, *, ts: str, count: int, per_minute: int) -> str:
+        """The channel's one line for alerts beyond its threads a minute: posted, then updated."""
+        text = (f"🔕 {count} more alert group(s) grouped here: this channel opens at most {per_minute} "
+                "investigation threads a minute. `/rca <service>` investigates one by hand.")  # fmt: skip
+        try:
+            if ts:
+                await self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[render.context(text)])
+                return ts
+            posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=[render.context(text)])
+            return str(posted["ts"])
+        except SlackApiError as exc:
+            log.warning("cannot tell %s of folded alerts: %s", channel[:40], exc.response.get("error"))
+            return ts
 
     async def _already(self, exc: AlreadyRunning) -> str:
         if exc.run is None:

@@ -321,8 +321,11 @@ def summary(s: Summary) -> tuple[str, list[Block]]:
     if not s.rows:
         return head, [section(f"*{head}*\nNo investigations in this period.")]
     accuracy = f"{s.accuracy:.0%} of {len(s.feedback)} with feedback" if s.accuracy is not None else "no feedback yet"
+    alerts, judged, right = s.from_alerts
+    started = (f" · started by alerts: {alerts}, lead cause marked right in {right} of {judged} with feedback"
+               if alerts else "")  # fmt: skip
     blocks = [{"type": "header", "text": {"type": "plain_text", "text": clip(head, 150)}},
-              section(f"Repaired: {len(s.repaired)} · accuracy: {accuracy}")]  # fmt: skip
+              section(f"Repaired: {len(s.repaired)} · accuracy: {accuracy}{started}")]  # fmt: skip
     lines = []
     for r in s.rows:
         verdict_text = (f"→ *{plain(r.top_service)}* ({r.top_fault}, {r.confidence or 0:.0%})" if r.status == "done"

@@ -37,7 +37,9 @@ class ThreadStream:
         self._text = ""  # everything sent, for the chat.update fallback
         self._stream: AsyncChatStream | None = None
         self._fallback_ts: str | None = None
-        self._mode = "stream"  # stream | update
+        # stream | update; a stream in a channel must name who it is for, so one with no
+        # recipient (an investigation an alert started) updates one message instead
+        self._mode = "stream" if team_id and user_id else "update"
         self._last_flush = float("-inf")
         self._lock = asyncio.Lock()
         self._ticker: asyncio.Task[None] | None = None

@@ -35,6 +35,10 @@ def embedded_data() -> Path:
 
 
 class Telemetry(Protocol):
+    async def now(self) -> float:
+        """This telemetry's present (a replay's lies inside its recording)."""
+        ...
+
     async def services(self) -> tuple[str, ...]:
         """Every service an investigation may name."""
         ...

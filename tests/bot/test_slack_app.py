@@ -32,14 +32,14 @@ CHANNEL = "C0INCIDENT"
 
 
 @asynccontextmanager
-async def running(tmp: Path, slice_: Path, *, settings_: dict[str, Any] | None = None,
+async def running(tmp: Path, slice_: Path, *, settings_: dict[str, Any] | None = None, port: int | None = None,
                   **standin: Any) -> AsyncIterator[tuple[Bot, SlackStandIn, str]]:  # fmt: skip
     slack = SlackStandIn(**standin)
     await slack.start()
     settings = Settings(bot_token=slack.token, signing_secret=SECRET, api_url=slack.api_url, db=tmp / "rcabot.db",
                         data=slice_, now=parse_timestamp("2023-01-29T13:36:00Z"), workers=1, **(settings_ or {}))  # fmt: skip
     bot = build_bot(settings, stream_interval=0.2)
-    port = free_port()
+    port = port or free_port()
     runner = await start_http(bot, host="127.0.0.1", port=port)
     try:
         yield bot, slack, f"http://127.0.0.1:{port}/slack/events"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.stream import ThreadStream
@@ -36,12 +38,14 @@ def test_a_stream_closed_before_its_first_flush_is_still_stopped() -> None:
 
 def test_a_stream_in_a_channel_names_its_recipient_or_slack_refuses_it() -> None:
     async def body(client: AsyncWebClient, slack: SlackStandIn) -> None:
+        with pytest.raises(SlackApiError) as refused:  # Slack's rule, kept by the stand-in
+            await client.chat_startStream(channel="C0INCIDENT", thread_ts="1700000000.000001")
+        assert refused.value.response["error"] == "invalid_arguments"
+        # so a stream with no one to name (an investigation an alert started) never asks for one
         anonymous = ThreadStream(client, channel="C0INCIDENT", thread_ts="1700000000.000001", interval=0.0)
         await anonymous.add("one line")
         await anonymous.close()
-        refused = [c for c in slack.calls if c.method == "chat.startStream"]
-        assert refused and refused[0].response["error"] == "invalid_arguments"
-        assert anonymous.mode == "update"  # it fell back to one message, updated
+        assert anonymous.mode == "update" and len(slack.of("chat.startStream")) == 1
         assert slack.of("chat.postMessage")
         named = ThreadStream(client, channel="C0INCIDENT", thread_ts="1700000000.000002", team_id=TEAM,
                              user_id="U0ONCALL", interval=0.0)  # fmt: skip

@@ -1,0 +1,212 @@
+"""Investigations that Alertmanager starts: routing a notification to a channel, one thread per
+alert group, repeated notifications appended, resolution recorded, storms folded.
+
+`RCABOT_ALERT_ROUTES` is a YAML file; the first route whose matchers all hold takes the alert:
+
+```yaml
+routes:
+  - match: {team: orders}                 # label equals value
+    match_re: {severity: "critical|page"} # label fully matches the regular expression
+    channel: C0ORDERS
+    service_label: service                # the label naming the service (default: service)
+default:                                   # optional: whatever no route took
+  channel: C0ONCALL
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import yaml
+
+from handlers.alerts import Notification
+from rca.errors import InputError
+from storage.alerts import AlertStore
+
+if TYPE_CHECKING:
+    from bot.front import SlackFront
+
+log = logging.getLogger("rcabot.alerts")
+
+_CHANNEL = re.compile(r"^[CG][A-Z0-9]{2,30}$")
+_LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+BEFORE = 600.0  # seconds of the window before the alert began: the engine's view of "before"
+LONGEST = 6 * 3600.0  # an alert firing for longer is investigated over its last six hours
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    channel: str
+    service_label: str = "service"
+    match: Mapping[str, str] = field(default_factory=dict)
+    match_re: Mapping[str, re.Pattern[str]] = field(default_factory=dict)
+
+    def takes(self, labels: Mapping[str, str]) -> bool:
+        return (all(labels.get(k) == v for k, v in self.match.items())
+                and all(p.fullmatch(labels.get(k, "")) is not None for k, p in self.match_re.items()))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class AlertRoutes:
+    routes: tuple[Route, ...] = ()
+    default: Route | None = None
+
+    def route(self, labels: Mapping[str, str]) -> Route | None:
+        return next((r for r in self.routes if r.takes(labels)), self.default)
+
+
+def load_routes(path: Path | None) -> AlertRoutes:
+    """The routes file, or InputError naming what is wrong with it."""
+    if path is None:
+        return AlertRoutes()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(f"RCABOT_ALERT_ROUTES: cannot read {path.name}: {type(exc).__name__}") from None
+    if not isinstance(data, dict) or set(data) - {"routes", "default"}:
+        raise InputError("RCABOT_ALERT_ROUTES: expected `routes:` (a list) and optionally `default:`")
+    routes = data.get("routes") or []
+    if not isinstance(routes, list):
+        raise InputError("RCABOT_ALERT_ROUTES: `routes` must be a list")
+    default = data.get("default")
+    return AlertRoutes(tuple(_route(r, f"routes[{i}]") for i, r in enumerate(routes)),
+                       _route(default, "default", matchers=False) if default is not None else None)  # fmt: skip
+
+
+def _route(entry: object, where: str, *, matchers: bool = True) -> Route:
+    where = f"RCABOT_ALERT_ROUTES: {where}"
+    known = {"channel", "service_label"} | ({"match", "match_re"} if matchers else set())
+    if not isinstance(entry, dict) or set(entry) - known:
+        raise InputError(f"{where} must map {', '.join(sorted(known))}")
+    channel = entry.get("channel")
+    if not isinstance(channel, str) or not _CHANNEL.match(channel):
+        raise InputError(f"{where}: channel must be a channel id such as C0123ABC")
+    label = entry.get("service_label", "service")
+    if not isinstance(label, str) or not _LABEL.match(label):
+        raise InputError(f"{where}: service_label must be a label name")
+    match = _matchers(entry.get("match") or {}, f"{where}.match")
+    try:
+        match_re = {k: re.compile(v) for k, v in _matchers(entry.get("match_re") or {}, f"{where}.match_re").items()}
+    except re.error as exc:
+        raise InputError(f"{where}.match_re: not a regular expression ({exc})") from None
+    return Route(channel, label, match, match_re)
+
+
+def _matchers(value: object, where: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and _LABEL.match(k) and isinstance(v, str)
+                                              and len(v) <= 500 for k, v in value.items()):  # fmt: skip
+        raise InputError(f"{where} must map label names to text")
+    return dict(value)
+
+
+class Alerts:
+    """What the webhook hands over after it has answered Alertmanager: each notification is
+    routed, its group opened once, repeated or resolved in its thread; new threads are limited
+    per channel and minute, the rest folded into one "more alerts" line."""
+
+    def __init__(self, front: SlackFront, store: AlertStore, routes: AlertRoutes, *, per_minute: int = 10,
+                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+        self.front = front
+        self.store = store
+        self.routes = routes
+        self.per_minute = per_minute
+        self.clock = clock
+        self._opened: dict[str, list[float]] = {}  # channel -> when its recent threads opened
+        self._folded: dict[str, tuple[float, str, int]] = {}  # channel -> (minute began, message ts, count)
+        self._fold_locks: dict[str, asyncio.Lock] = {}
+        self._seen: dict[str, set[str]] = {}  # group key -> fingerprints already told in its thread
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def take(self, n: Notification) -> None:
+        """Handle a notification in the background (the webhook has already answered)."""
+        task = asyncio.create_task(self._handle(n))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Until every notification taken is handled and every investigation it started is done."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.front.finish_alert_runs()
+
+    async def _handle(self, n: Notification) -> None:
+        try:
+            await self.receive(n)
+        except Exception:  # the edge of a background job: one bad notification stops nothing else
+            log.exception("alert group %s failed", n.group_key[:80])
+
+    async def receive(self, n: Notification) -> None:
+        route = self.routes.route(n.labels)
+        if route is None:
+            await asyncio.to_thread(self.store.unrouted, n.labels)
+            log.warning("an alert matched no route and there is no default: %s", n.labels.get("alertname", "")[:80])
+            return
+        if n.status == "resolved":
+            await self._resolved(n)
+            return
+        service = n.labels.get(route.service_label) or next(
+            (a.labels[route.service_label] for a in n.alerts if route.service_label in a.labels), "")  # fmt: skip
+        claimed = await asyncio.to_thread(self.store.claim, n.group_key, channel=route.channel, service=service,
+                                          labels=n.labels, fired=n.fired)  # fmt: skip
+        if not claimed:
+            await self._again(n)
+            return
+        self._seen[n.group_key] = {a.fingerprint for a in n.alerts}
+        if not self._room(route.channel):
+            await asyncio.to_thread(self.store.fold, n.group_key)
+            await self._fold(route.channel, n)
+            return
+        now = self.clock()
+        reach = min(LONGEST, max(0.0, now - n.fired) + BEFORE)
+        ts, investigation = await self.front.investigate_alert(
+            channel=route.channel, service=service, service_label=route.service_label, headline=n.summary,
+            alerts=len(n.alerts), reach=reach, began_ago=max(0.0, now - n.fired))  # fmt: skip
+        await asyncio.to_thread(self.store.opened, n.group_key, thread_ts=ts, investigation=investigation)
+
+    def _room(self, channel: str) -> bool:
+        now = self.clock()
+        recent = [t for t in self._opened.get(channel, []) if now - t < 60]
+        if len(recent) >= self.per_minute:
+            self._opened[channel] = recent
+            return False
+        self._opened[channel] = [*recent, now]
+        return True
+
+    async def _fold(self, channel: str, n: Notification) -> None:
+        async with self._fold_locks.setdefault(channel, asyncio.Lock()):  # one line a minute, updated in turn
+            now = self.clock()
+            began, ts, count = self._folded.get(channel, (now, "", 0))
+            if now - began >= 60:
+                began, ts, count = now, "", 0
+            count += 1
+            ts = await self.front.alerts_folded(channel, ts=ts, count=count, per_minute=self.per_minute)
+            self._folded[channel] = (began, ts, count)
+
+    async def _again(self, n: Notification) -> None:
+        await asyncio.to_thread(self.store.notified, n.group_key)
+        group = await asyncio.to_thread(self.store.group, n.group_key)
+        seen = self._seen.setdefault(n.group_key, set())
+        new = [a for a in n.alerts if a.fingerprint not in seen]
+        seen.update(a.fingerprint for a in n.alerts)
+        if group is not None and group.thread_ts and (new or not seen):
+            await self.front.alert_note(group.channel, group.thread_ts, f"🔔 Alertmanager again: {len(n.alerts)} "
+                                        f"alert(s) firing in this group, {len(new)} new — {n.summary}")  # fmt: skip
+
+    async def _resolved(self, n: Notification) -> None:
+        ended = max((a.ends_at or 0.0 for a in n.alerts), default=0.0) or self.clock()
+        if not await asyncio.to_thread(self.store.resolve, n.group_key, ended):
+            return  # never seen firing, or resolved already: nothing to tell
+        group = await asyncio.to_thread(self.store.group, n.group_key)
+        self._seen.pop(n.group_key, None)
+        if group is not None and group.thread_ts:
+            took = max(0.0, ended - group.fired)
+            await self.front.alert_note(group.channel, group.thread_ts,
+                                        f"✅ Resolved: Alertmanager says the alert ended, {took / 60:.0f} min after it began.")  # fmt: skip

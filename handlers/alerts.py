@@ -1,0 +1,129 @@
+"""Alertmanager's webhook payload (version 4), parsed once into typed values or refused with a
+reason. Everything in it is hostile until parsed: sizes are capped, every label is a short
+string, times are RFC 3339."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from rca.errors import InputError
+
+MAX_BODY = 1024 * 1024  # bytes; Alertmanager's own default cap on a group is far below this
+MAX_ALERTS = 1000
+MAX_LABELS = 64
+MAX_VALUE = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    status: str  # firing | resolved
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    starts_at: float
+    ends_at: float | None  # None while firing (Alertmanager sends year 1)
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    status: str  # firing | resolved: of the group as a whole
+    group_key: str
+    receiver: str
+    group_labels: dict[str, str]
+    common_labels: dict[str, str]
+    common_annotations: dict[str, str]
+    alerts: tuple[Alert, ...]
+    truncated: int
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """What every alert of the group shares, else the first alert's labels."""
+        return self.common_labels or (self.alerts[0].labels if self.alerts else self.group_labels)
+
+    @property
+    def fired(self) -> float:
+        return min(a.starts_at for a in self.alerts)
+
+    @property
+    def summary(self) -> str:
+        """The annotation a person wrote for this alert (summary, then description), else its name."""
+        notes = self.common_annotations or (self.alerts[0].annotations if self.alerts else {})
+        return notes.get("summary") or notes.get("description") or self.labels.get("alertname", "alert")
+
+
+def parse_notification(body: bytes) -> Notification:
+    if len(body) > MAX_BODY:
+        raise InputError(f"payload of {len(body)} bytes; at most {MAX_BODY}")
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise InputError("payload is not JSON") from None
+    if not isinstance(data, dict):
+        raise InputError("payload is not a JSON object")
+    if str(data.get("version")) != "4":
+        raise InputError(f"webhook version {str(data.get('version'))[:10]!r}; rcabot reads version 4")
+    status = _status(data.get("status"), "status")
+    key = data.get("groupKey")
+    if not isinstance(key, str) or not key or len(key) > 4096:
+        raise InputError("groupKey must be a non-empty string")
+    alerts = data.get("alerts")
+    if not isinstance(alerts, list) or not alerts or len(alerts) > MAX_ALERTS:
+        raise InputError(f"alerts must be a list of 1 to {MAX_ALERTS}")
+    truncated = data.get("truncatedAlerts", 0)
+    return Notification(
+        status=status, group_key=key, receiver=_text(data.get("receiver", ""), "receiver"),
+        group_labels=_labels(data.get("groupLabels"), "groupLabels"),
+        common_labels=_labels(data.get("commonLabels"), "commonLabels"),
+        common_annotations=_labels(data.get("commonAnnotations"), "commonAnnotations", long=True),
+        alerts=tuple(_alert(a, i) for i, a in enumerate(alerts)),
+        truncated=truncated if isinstance(truncated, int) and truncated >= 0 else 0,
+    )  # fmt: skip
+
+
+def _alert(a: object, i: int) -> Alert:
+    if not isinstance(a, dict):
+        raise InputError(f"alerts[{i}] is not an object")
+    ends = _time(a.get("endsAt"), f"alerts[{i}].endsAt", optional=True)
+    return Alert(status=_status(a.get("status"), f"alerts[{i}].status"),
+                 labels=_labels(a.get("labels"), f"alerts[{i}].labels"),
+                 annotations=_labels(a.get("annotations"), f"alerts[{i}].annotations", long=True),
+                 starts_at=_time(a.get("startsAt"), f"alerts[{i}].startsAt"),  # type: ignore[arg-type]
+                 ends_at=ends if ends is not None and ends > 0 else None,
+                 fingerprint=_text(a.get("fingerprint", ""), f"alerts[{i}].fingerprint"))  # fmt: skip
+
+
+def _status(value: object, where: str) -> str:
+    if value not in ("firing", "resolved"):
+        raise InputError(f"{where} must be firing or resolved")
+    return str(value)
+
+
+def _text(value: object, where: str, *, limit: int = MAX_VALUE) -> str:
+    if not isinstance(value, str) or len(value) > limit:
+        raise InputError(f"{where} must be a string of at most {limit} characters")
+    return value
+
+
+def _labels(value: object, where: str, *, long: bool = False) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > MAX_LABELS:
+        raise InputError(f"{where} must be an object of at most {MAX_LABELS} strings")
+    return {_text(k, where, limit=200): _text(v, f"{where}.{str(k)[:40]}", limit=8 * MAX_VALUE if long else MAX_VALUE)
+            for k, v in value.items()}  # fmt: skip
+
+
+def _time(value: object, where: str, *, optional: bool = False) -> float | None:
+    if value in (None, "") and optional:
+        return None
+    if not isinstance(value, str) or len(value) > 64:
+        raise InputError(f"{where} must be an RFC 3339 time")
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{where} must be an RFC 3339 time") from None
+    if moment.tzinfo is None:
+        raise InputError(f"{where} must carry its time zone")
+    return moment.timestamp() if moment.year > 1 else 0.0
