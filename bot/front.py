@@ -140,7 +140,7 @@ class SlackFront:
                 f"Not investigated: {render.plain(str(exc))[:500]}")])  # fmt: skip
             return ts, ""
         await self.desk.set_thread(run.id, parent_ts=ts, thread_ts=ts)
-        task = asyncio.create_task(self._run(run, ts, team=""))
+        task = asyncio.create_task(self._run(run, ts, team="", live=False))  # no one to name as recipient
         self._alert_runs.add(task)
         task.add_done_callback(self._alert_runs.discard)
         return ts, run.id
@@ -184,9 +184,9 @@ class SlackFront:
         async for _ in self.desk.investigate(run):
             pass
 
-    async def _run(self, run: Run, ts: str, *, team: str, parent_ts: str = "") -> None:
+    async def _run(self, run: Run, ts: str, *, team: str, parent_ts: str = "", live: bool = True) -> None:
         stream = ThreadStream(self.client, channel=run.channel, thread_ts=ts, team_id=team, user_id=run.user,
-                              interval=self.stream_interval)  # fmt: skip
+                              interval=self.stream_interval, stream=live)  # fmt: skip
         narrator = Narrator()
         queued = self.desk.queued_ahead()
         await stream.add(f"Reading telemetry of *{render.plain(run.service)}* and its neighbours"

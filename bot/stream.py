@@ -25,7 +25,8 @@ UPDATE_MAX = 3500  # characters of the fallback message; the oldest lines scroll
 
 class ThreadStream:
     def __init__(self, client: AsyncWebClient, *, channel: str, thread_ts: str, team_id: str = "",
-                 user_id: str = "", interval: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 user_id: str = "", interval: float = 1.0, stream: bool = True,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self._client = client
         self._channel = channel
         self._thread_ts = thread_ts
@@ -37,9 +38,9 @@ class ThreadStream:
         self._text = ""  # everything sent, for the chat.update fallback
         self._stream: AsyncChatStream | None = None
         self._fallback_ts: str | None = None
-        # stream | update; a stream in a channel must name who it is for, so one with no
-        # recipient (an investigation an alert started) updates one message instead
-        self._mode = "stream" if team_id and user_id else "update"
+        # stream | update; a stream in a channel must name who it is for, so one with no one to
+        # name (an investigation an alert started) is asked for with stream=False
+        self._mode = "stream" if stream else "update"
         self._last_flush = float("-inf")
         self._lock = asyncio.Lock()
         self._ticker: asyncio.Task[None] | None = None

@@ -107,6 +107,8 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             assert status == 200
             await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Repair: S" in str(c.params.get("text")))
             await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Repaired verdict" in str(c.params.get("text")))
+            starts = slack.of("chat.startStream")  # the investigation's and the repair's, each accepted
+            assert len(starts) >= 2 and all(c.response.get("ok") for c in starts)
 
             # Run verification tests: the table of test, expected, observed and the re-ranking
             await post(url, action_body(VERIFY, inv.id, channel=CHANNEL, message_ts=thread,

@@ -41,8 +41,9 @@ def test_a_stream_in_a_channel_names_its_recipient_or_slack_refuses_it() -> None
         with pytest.raises(SlackApiError) as refused:  # Slack's rule, kept by the stand-in
             await client.chat_startStream(channel="C0INCIDENT", thread_ts="1700000000.000001")
         assert refused.value.response["error"] == "invalid_arguments"
-        # so a stream with no one to name (an investigation an alert started) never asks for one
-        anonymous = ThreadStream(client, channel="C0INCIDENT", thread_ts="1700000000.000001", interval=0.0)
+        # so a stream with no one to name (an investigation an alert started) does not ask for one
+        anonymous = ThreadStream(client, channel="C0INCIDENT", thread_ts="1700000000.000001", interval=0.0,
+                                 stream=False)  # fmt: skip
         await anonymous.add("one line")
         await anonymous.close()
         assert anonymous.mode == "update" and len(slack.of("chat.startStream")) == 1
