@@ -33,6 +33,7 @@ class Question:
     topic: Topic
     services: tuple[str, ...] = ()
     metric: str = ""
+    free: bool = False  # a question of no topic this module answers ("is it the deploy at 13:20?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,8 @@ def parse_question(text: str, *, services: Sequence[str]) -> Question:
     if topic is Topic.CHART:
         words = [w for w in re.findall(r"[\w().%/-]+", rest) if w not in _FILLER]
         metric = words[0] if words else ""
-    return Question(topic, tuple(named), metric)
+    free = topic is Topic.HELP and low.strip(" ?!.") not in ("", "help", "what can you do", "usage")
+    return Question(topic, tuple(named), metric, free)
 
 
 _FILLER = frozenset(["chart", "plot", "graph", "show", "me", "draw", "the", "a", "an", "of", "for", "on", "at", "in", "please", "its", "it's", "metric", "metrics", "me", "can", "you", "us"])  # fmt: skip
@@ -105,7 +107,9 @@ _FILLER = frozenset(["chart", "plot", "graph", "show", "me", "draw", "the", "a",
 def answer(question: Question, trace: Trace) -> Answer:
     """The reply to one parsed question, quoting the trace."""
     if question.topic is Topic.HELP:
-        return Answer(HELP)
+        honest = ("I can't answer that one: it needs a language model, and none answered here. "
+                  "From the investigation's record I can answer these.\n") if question.free else ""  # fmt: skip
+        return Answer(honest + HELP)
     if question.topic is Topic.EVIDENCE:
         return Answer(_evidence(trace, question.services))
     if question.topic is Topic.TIMELINE:

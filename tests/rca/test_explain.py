@@ -56,3 +56,10 @@ def test_confidences_read_top_down(trace: Trace) -> None:
 )
 def test_a_reply_asks_only_when_it_asks(text: str, asks: bool) -> None:
     assert is_question(text) is asks
+
+
+def test_a_question_it_cannot_answer_gets_an_honest_reply_and_help_gets_the_menu(trace: Trace) -> None:
+    names = entities_of(trace)
+    free = answer(parse_question("is it the deploy at 13:20?", services=names), trace).text
+    assert free.startswith("I can't answer that one") and "why not <service>?" in free
+    assert answer(parse_question("help", services=names), trace).text.startswith("Ask me about")
