@@ -31,7 +31,9 @@ from rca.errors import InputError, RcaError
 from rca.evaluation.harness import evaluate
 from rca.evaluation.protocols import parse_protocol
 from rca.evaluation.report import (
+    coverages,
     render_costs,
+    render_coverage,
     render_errors,
     render_seed_spread,
     render_table,
@@ -133,6 +135,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--ablate", default="", help="comma-separated lats ablations: batching,backprop,reflection,check, or rule:NAME "
                          "for a scoring rule (rcabot rules lists them)")
     ev.add_argument("--repair", action="store_true", help="also run each search engine followed by STAR's repair")
+    ev.add_argument("--audit", action="store_true",
+                    help="audit each trace with STAR and report how well the audit predicts a wrong first place")
     ev.add_argument("--seeds", default="", type=_seeds,
                     help="comma-separated sampling seeds: also run each search engine with each (how stable it is)")
     ev.add_argument("--json", type=Path, dest="json_out", help="write per-case results here")
@@ -383,7 +387,8 @@ async def _eval(args: argparse.Namespace) -> int:
     broken: list[BrokenCase] = []
     cases = [c for c in find_cases(args.path, broken=broken) if args.match in c.id]
     broken = [b for b in broken if args.match in b.id]
-    results = await evaluate(engines, cases, protocol=protocol, progress=ProgressBar(), broken=broken)
+    results = await evaluate(engines, cases, protocol=protocol, progress=ProgressBar(), broken=broken,
+                             audit=args.audit)  # fmt: skip
     rows = summaries(results)
     print(f"protocol: {protocol.name}")
     print(render_table(rows))
@@ -395,6 +400,9 @@ async def _eval(args: argparse.Namespace) -> int:
         print(spread)
     print()
     print(render_costs(results))
+    if audited := render_coverage(coverages(results)):
+        print()
+        print(audited)
     if args.json_out:
         args.json_out.write_text(json.dumps(to_json(results, protocol=protocol.name), indent=1))
         print(f"wrote {len(results)} result(s) to {args.json_out}")

@@ -9,12 +9,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rca.engines import Engine
-from rca.evaluation.metrics import Outcome
+from rca.evaluation.metrics import AuditOutcome, Outcome
 from rca.evaluation.protocols import Protocol
 from rca.model import BrokenCase, CaseId, Diagnosis, FaultType, Incident, IncidentCase
+from rca.star.audit import audit as audit_trace
+from rca.star.context import audit_context
+from rca.star.criteria import AuditContext
+from rca.trace import from_json
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +41,17 @@ async def evaluate(
     protocol: Protocol = Protocol(),
     progress: Progress | None = None,
     broken: Sequence[BrokenCase] = (),
+    audit: bool = False,
 ) -> list[CaseResult]:
     """Every engine on every case, in case order, then the unreadable cases as errors;
-    progress(done, total, label) after each run."""
+    progress(done, total, label) after each run. With `audit`, STAR audits each trace (at its
+    default thresholds, from the incident's telemetry), as a user would see it."""
     results = []
     total = len(engines) * len(cases)
     done = 0
     for case in cases:
         incident, placement_error = await _placed(case, protocol)
+        context: AuditContext | None = None
         for engine in engines:
             started = time.perf_counter()
             error = placement_error
@@ -56,7 +63,16 @@ async def evaluate(
                     log.exception("%s failed on %s", engine.name, case.id)
                     error = _describe(exc)
             seconds = time.perf_counter() - started
-            results.append(CaseResult(incident, diagnosis, _outcome(case, diagnosis, seconds, error), error))
+            outcome = _outcome(case, diagnosis, seconds, error)
+            if audit and error is None and diagnosis.trace:
+                try:
+                    context = context or await audit_context(incident)
+                    a = audit_trace(from_json(dict(diagnosis.trace)), context)
+                    blamed = a.blamed
+                    outcome = replace(outcome, audit=AuditOutcome(a.score, a.route.value, blamed.stage if blamed else None))
+                except Exception:  # an audit that breaks leaves the case unaudited, not the run stopped
+                    log.exception("auditing %s on %s failed", engine.name, case.id)
+            results.append(CaseResult(incident, diagnosis, outcome, error))
             done += 1
             if progress is not None:
                 progress(done, total, f"{engine.name} {case.id}")

@@ -10,6 +10,15 @@ from rca.model import FaultType
 
 
 @dataclass(frozen=True, slots=True)
+class AuditOutcome:
+    """STAR's audit of the engine's trace for one case: what it would tell a user."""
+
+    score: float
+    route: str  # accept | fast_patch | slow_localise
+    weakest_stage: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """One engine's answer to one case, next to the truth."""
 
@@ -22,6 +31,11 @@ class Outcome:
     top_fault: FaultType
     seconds: float
     error: str | None = None  # the run failed: counted as a miss
+    audit: AuditOutcome | None = None  # with `--audit`, for engines that write a trace
+
+    @property
+    def right(self) -> bool:
+        return self.rank_of_truth() == 1
 
     def rank_of_truth(self) -> int | None:
         """1-based position of the true service, None when absent."""
@@ -79,3 +93,39 @@ def summarise(group: str, engine: str, outcomes: Sequence[Outcome]) -> Summary:
         max_seconds=max(secs),
         errors=sum(1 for o in outcomes if o.error is not None),
     )
+
+
+def auroc(outcomes: Sequence[Outcome]) -> float | None:
+    """How well a low audit score predicts a wrong first place: the probability that a wrong
+    case scores below a right one (ties count half); None without both kinds."""
+    scored = [o for o in outcomes if o.audit is not None]
+    wrong = [o.audit.score for o in scored if not o.right]  # type: ignore[union-attr]
+    right = [o.audit.score for o in scored if o.right]  # type: ignore[union-attr]
+    if not wrong or not right:
+        return None
+    wins = sum(1.0 if w < r else 0.5 if w == r else 0.0 for w in wrong for r in right)
+    return wins / (len(wrong) * len(right))
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """Accuracy where the audit accepts the trace as it is, against accuracy overall."""
+
+    group: str
+    engine: str
+    cases: int
+    ac1: float
+    auroc: float | None
+    accepted: float  # the share of cases accepted
+    ac1_accepted: float | None
+    ac1_flagged: float | None
+
+
+def coverage(group: str, engine: str, outcomes: Sequence[Outcome]) -> Coverage | None:
+    scored = [o for o in outcomes if o.audit is not None]
+    if not scored:
+        return None
+    accepted = [o for o in scored if o.audit.route == "accept"]  # type: ignore[union-attr]
+    flagged = [o for o in scored if o.audit.route != "accept"]  # type: ignore[union-attr]
+    return Coverage(group, engine, len(scored), ac_at(scored, 1), auroc(scored), len(accepted) / len(scored),
+                    ac_at(accepted, 1) if accepted else None, ac_at(flagged, 1) if flagged else None)  # fmt: skip

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from rca.evaluation.harness import CaseResult
-from rca.evaluation.metrics import Outcome, Summary, summarise
+from rca.evaluation.metrics import Coverage, Outcome, Summary, coverage, summarise
 
 FORMAT_VERSION = 1
 
@@ -111,6 +111,37 @@ def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
                 "llm_calls": d.cost.llm_calls,
                 "llm_tokens": d.cost.llm_tokens,
                 "error": r.error,
+                "audit": ({"score": round(o.audit.score, 4), "route": o.audit.route,
+                           "weakest_stage": o.audit.weakest_stage} if o.audit is not None else None),
             }
         )
     return {"version": FORMAT_VERSION, "protocol": protocol, "cases": cases}
+
+
+def coverages(results: Sequence[CaseResult]) -> list[Coverage]:
+    """Per (dataset, engine) and per engine overall, for the engines whose traces were audited."""
+    groups: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
+    for r in results:
+        groups[(r.outcome.dataset, r.outcome.engine)].append(r.outcome)
+        groups[("all", r.outcome.engine)].append(r.outcome)
+    rows = [coverage(group, engine, outs) for (group, engine), outs in groups.items()]
+    return sorted((c for c in rows if c is not None), key=lambda c: (c.group == "all", c.group, c.engine))
+
+
+def render_coverage(rows: Sequence[Coverage]) -> str:
+    """Does the audit say when the answer is wrong? AUROC of the audit score for a wrong first
+    place, and accuracy on the cases the audit accepts as they are against the others."""
+    if not rows:
+        return ""
+
+    def f(x: float | None) -> str:
+        return "   -  " if x is None else f"{x:6.3f}"
+
+    width = max([19, *(len(c.engine) for c in rows)])
+    head = (f"{'group':<28} {'engine':<{width}} {'cases':>5} {'AC@1':>6} {'AUROC':>6} {'accept':>6} "
+            f"{'AC@1 acc':>8} {'AC@1 flag':>9}")  # fmt: skip
+    lines = ["audit (STAR, default thresholds) as a predictor of a wrong first place", head, "-" * len(head)]
+    for c in rows:
+        lines.append(f"{c.group:<28} {c.engine:<{width}} {c.cases:>5} {c.ac1:>6.3f} {f(c.auroc)} {c.accepted:>6.3f} "
+                     f"{f(c.ac1_accepted):>8} {f(c.ac1_flagged):>9}")  # fmt: skip
+    return "\n".join(lines)

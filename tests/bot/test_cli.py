@@ -93,6 +93,20 @@ def test_eval_writes_the_stable_json(
         "llm_tokens",
     }
     assert case["truth"]["service"] and case["modalities"]["logs"] is False
+    assert case["audit"] is None  # BARO writes no trace to audit
+
+
+def test_eval_with_audit_records_each_traces_audit_and_reports_it_as_a_predictor(
+    petshop_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    assert main(["eval", str(petshop_slice), "--engine", "lats,baro", "--audit", "--json", str(out)]) == 0
+    assert "as a predictor of a wrong first place" in capsys.readouterr().out
+    cases = json.loads(out.read_text())["cases"]
+    lats = [c for c in cases if c["engine"] == "lats"]
+    assert lats and all(0 <= c["audit"]["score"] <= 1 and c["audit"]["route"] in ("accept", "fast_patch", "slow_localise")
+                        for c in lats)  # fmt: skip
+    assert all(c["audit"] is None for c in cases if c["engine"] == "baro")
 
 
 def test_eval_with_seeds_runs_each_search_engine_again_and_shows_the_spread(

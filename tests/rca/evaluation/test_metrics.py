@@ -1,6 +1,15 @@
 import pytest
 
-from rca.evaluation.metrics import Outcome, ac_at, avg_at, fault_accuracy, summarise
+from rca.evaluation.metrics import (
+    AuditOutcome,
+    Outcome,
+    ac_at,
+    auroc,
+    avg_at,
+    coverage,
+    fault_accuracy,
+    summarise,
+)
 from rca.model import FaultType
 
 
@@ -35,3 +44,28 @@ def test_empty_is_zero_and_summary_counts() -> None:
     assert ac_at([], 1) == 0.0
     s = summarise("g", "e", OUTCOMES)
     assert (s.cases, s.ac1, s.median_seconds) == (4, 0.25, 1.0)
+
+
+def _audited(right: bool, score: float, route: str = "accept") -> Outcome:
+    return Outcome("lats", "d", "c", "a", FaultType.CPU, ("a",) if right else ("b", "a"), FaultType.CPU, 0.1,
+                   audit=AuditOutcome(score, route, None))  # fmt: skip
+
+
+def test_auroc_is_one_when_every_wrong_answer_scores_below_every_right_one_and_half_for_ties() -> None:
+    perfect = [_audited(True, 0.9), _audited(True, 0.8), _audited(False, 0.5), _audited(False, 0.7)]
+    assert auroc(perfect) == 1.0
+    assert auroc([_audited(True, 0.5), _audited(False, 0.5)]) == 0.5
+    backwards = [_audited(True, 0.1), _audited(False, 0.9)]
+    assert auroc(backwards) == 0.0
+    assert auroc([_audited(True, 0.9)]) is None  # nothing wrong to predict
+    # it is a ranking statistic: any increasing transform of the scores leaves it unchanged
+    squashed = [_audited(o.right, o.audit.score**3) for o in perfect]  # type: ignore[union-attr]
+    assert auroc(squashed) == auroc(perfect)
+
+
+def test_coverage_splits_accuracy_by_what_the_audit_accepts() -> None:
+    outs = [_audited(True, 0.9), _audited(True, 0.9), _audited(False, 0.4, "slow_localise"), _audited(True, 0.6, "fast_patch")]
+    c = coverage("d", "lats", outs)
+    assert c is not None and c.accepted == 0.5 and c.ac1_accepted == 1.0 and c.ac1_flagged == 0.5 and c.ac1 == 0.75
+    unaudited = Outcome("baro", "d", "c", "a", FaultType.CPU, ("a",), FaultType.CPU, 0.1)
+    assert coverage("d", "baro", [unaudited]) is None
