@@ -11,8 +11,9 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from bot import render
 from bot.desk import AlreadyRunning, Desk
-from bot.terminal import render_event, render_verdict, render_verification
+from bot.terminal import render_event, render_verdict
 from handlers.requests import USAGE, Kind, parse_rca_command
 from rca.errors import InputError, RcaError
 from rca.explain import HELP, ChartRequest
@@ -58,7 +59,7 @@ class Console:
         if verb == "repair":
             await self._repair()
         elif verb == "verify":
-            self.write(render_verification(await self.desk.verify(self.current)))
+            self.write(render.as_text(render.verification(await self.desk.verify(self.current))[1]))
         elif verb == "correct":
             await self.desk.feedback(self.current, user=USER, correct=True)
             self.write("Marked correct.")
@@ -115,10 +116,8 @@ class Console:
             self.write(f"  round {s.round} {s.route}: {s.stage} <- {s.patch}  S {s.before:.2f} -> {s.after:.2f}"
                        + ("" if s.committed else " (not kept)"))  # fmt: skip
 
-        _, after, result = await self.desk.repair(self.current, progress=shown)
-        self.write(f"STAR repair: S {result.before.score:.2f} -> {result.after.score:.2f}"
-                   + (f", decisive stage {result.decisive_stage}" if result.decisive_stage else "")
-                   + (", verification first" if result.verification_first else ""))  # fmt: skip
+        before, after, result = await self.desk.repair(self.current, progress=shown)
+        self.write(render.as_text(render.repair(before, result)[1]))  # the words Slack shows
         self.write(render_verdict(after))
 
     def _save(self, png: bytes, request: ChartRequest | None) -> Path:

@@ -78,6 +78,6 @@ def test_console_session(tmp_path: Path, nezha_slice: Path) -> None:
     text = "\n".join(out)
     assert "[supervisor] decision" in text and "Verdict for Frontend" in text and "Reasoning " in text and "Likely cause" in text
     assert asked and f"{asked[0]} is ranked #2" in text
-    assert "re-ranked:" in text and "STAR repair: S" in text and "Marked correct." in text
+    assert "Re-ranked:" in text and "Repair: S" in text and "Marked correct." in text
     assert "1 investigation(s) in the last day" in text and "Did you mean Frontend" in text
     assert list(tmp_path.glob("rcabot-*.png"))
