@@ -9,9 +9,10 @@ produced it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 from collections import defaultdict
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -63,12 +64,27 @@ class ToolResult:
     leads: tuple[str, ...] = ()  # entities a scan ranked, most anomalous first
 
 
+def _memoised(tool: Callable[[Toolbox, str], Awaitable[ToolResult]]) -> Callable[[Toolbox, str], Awaitable[ToolResult]]:
+    """A read repeated within an investigation costs nothing and finds the same evidence (the
+    same ids): the window and sources do not change while it runs."""
+
+    @functools.wraps(tool)
+    async def read(self: Toolbox, entity: str) -> ToolResult:
+        key = (tool.__name__, entity)
+        if key not in self._done:
+            self._done[key] = await tool(self, entity)
+        return self._done[key]
+
+    return read
+
+
 class Toolbox:
     """Evidence tools over one incident's sources."""
 
     def __init__(self, incident: Incident) -> None:
         self.incident = incident
         self._ids = itertools.count(1)
+        self._done: dict[tuple[str, str], ToolResult] = {}  # (tool, entity) -> its result, read once
         self._lock = asyncio.Lock()
         self._metrics: dict[str, list[MetricShift]] | None = None
         self._logs: dict[str, list[TemplateShift]] | None = None
@@ -154,6 +170,7 @@ class Toolbox:
                         self._metrics.setdefault(m.entity, []).append(m)
             return self._metrics
 
+    @_memoised
     async def metrics(self, entity: str) -> ToolResult:
         """Series of one entity that left their normal range."""
         query = MetricQuery(self.incident.window, (entity,)).describe()
@@ -225,6 +242,7 @@ class Toolbox:
             self._cuts.setdefault(c.entity, []).append(c)
         return shifts
 
+    @_memoised
     async def logs(self, entity: str) -> ToolResult:
         """Templates of one service whose rate changed, error and new ones first."""
         query = LogQuery(self.incident.window, (entity,)).describe()
@@ -303,6 +321,7 @@ class Toolbox:
                     self._gaps = {s.subject: s for s in latency_shifts(g0, g1)}
             return self._own, self._gaps
 
+    @_memoised
     async def spans(self, entity: str) -> ToolResult:
         """The service's own-time shift and the network-gap shifts of calls into and out of it."""
         query = SpanQuery(self.incident.window, (entity,)).describe()

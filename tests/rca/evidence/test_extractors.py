@@ -680,3 +680,19 @@ def test_errors_that_stopped_are_no_evidence_but_a_silenced_path_is() -> None:
     found = asyncio.run(Toolbox(incident).logs("svc")).evidence
     assert any("query start" in e.detail and e.direction < 0 for e in found)
     assert not any("refused" in e.detail for e in found)
+
+
+def test_a_repeated_read_finds_the_same_evidence_not_new_copies_of_it() -> None:
+    from tests.conftest import NEZHA_SLICE
+
+    (case,) = find_cases(NEZHA_SLICE)
+    box = Toolbox(case.incident)
+
+    async def go() -> list[list[str]]:
+        reads = [await box.metrics("ts-contacts-service"), await box.logs("ts-contacts-service"),
+                 await box.metrics("ts-contacts-service"), await box.logs("ts-contacts-service")]  # fmt: skip
+        return [[e.id for e in r.evidence] for r in reads]
+
+    metrics, logs, metrics_again, logs_again = asyncio.run(go())
+    assert metrics and metrics == metrics_again and logs == logs_again
+    assert not set(metrics) & set(logs)
