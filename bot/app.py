@@ -94,7 +94,8 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
                            keep=True)  # fmt: skip
     telemetry = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
     desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
-                reasoner=settings.build_reasoner(), time_budget=settings.time_budget)  # fmt: skip
+                reasoner=settings.build_reasoner(), time_budget=settings.time_budget,
+                read_budget=settings.read_budget)  # fmt: skip
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,
                    request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode)  # fmt: skip

@@ -128,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     inv.add_argument("--json", action="store_true", help="print the four-stage trace as JSON")
     inv.add_argument("--quiet", action="store_true", help="no live progress, only the result")
     inv.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
+    inv.add_argument("--budget", type=_budget, help=BUDGET_HELP)
 
     ev = sub.add_parser("eval", help="measure engines on every labelled case under a path")
     ev.add_argument("path", type=Path)
@@ -135,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--ablate", default="", help="comma-separated lats ablations: batching,backprop,reflection,check, or rule:NAME "
                          "for a scoring rule (rcabot rules lists them)")
     ev.add_argument("--repair", action="store_true", help="also run each search engine followed by STAR's repair")
+    ev.add_argument("--budget", type=_budget, help=BUDGET_HELP)
     ev.add_argument("--audit", action="store_true",
                     help="audit each trace with STAR and report how well the audit predicts a wrong first place")
     ev.add_argument("--seeds", default="", type=_seeds,
@@ -265,7 +267,7 @@ def _cases(path: Path) -> int:
 
 async def _investigate(args: argparse.Namespace) -> int:
     incident, _ = await _incident_from(args)
-    engine = build_engine(args.engine, reasoner=_reasoner(args))
+    engine = build_engine(args.engine, reasoner=_reasoner(args), read_budget=args.budget)
     diagnosis = await run_live(engine, incident, live=not (args.json or args.quiet))
     if args.json:
         print(json.dumps(diagnosis.trace or _ranking_json(incident, diagnosis), indent=2))
@@ -375,13 +377,26 @@ def _seeds(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"seeds are whole numbers separated by commas, not {text!r}") from None
 
 
+BUDGET_HELP = ("telemetry reads a search may make (one metrics query reads every service; a logs or "
+               "traces read covers one service; repeats are free); spent, it decides on what it read")
+
+
+def _budget(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 100_000:
+        raise argparse.ArgumentTypeError(f"a read budget is a whole number from 1 to 100000, not {text!r}")
+    return int(text)
+
+
 async def _eval(args: argparse.Namespace) -> int:
     reasoner = _reasoner(args)
-    engines = [build_engine(n, reasoner=reasoner) for n in args.engine.split(",") if n.strip()]
-    engines += [build_engine("lats", ablation=a.strip(), reasoner=reasoner) for a in args.ablate.split(",") if a.strip()]
+    budget = args.budget
+    engines = [build_engine(n, reasoner=reasoner, read_budget=budget) for n in args.engine.split(",") if n.strip()]
+    engines += [build_engine("lats", ablation=a.strip(), reasoner=reasoner, read_budget=budget)
+                for a in args.ablate.split(",") if a.strip()]  # fmt: skip
     if args.repair:
-        engines += [build_engine(n, repair=True, reasoner=reasoner) for n in args.engine.split(",") if n.strip() in VARIANTS]
-    engines += [build_engine(n.strip(), reasoner=reasoner, seed=seed) for seed in args.seeds
+        engines += [build_engine(n, repair=True, reasoner=reasoner, read_budget=budget)
+                    for n in args.engine.split(",") if n.strip() in VARIANTS]  # fmt: skip
+    engines += [build_engine(n.strip(), reasoner=reasoner, seed=seed, read_budget=budget) for seed in args.seeds
                 for n in args.engine.split(",") if n.strip() in VARIANTS]  # fmt: skip
     protocol = parse_protocol(args.protocol, args.hide)
     broken: list[BrokenCase] = []

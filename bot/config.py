@@ -32,6 +32,7 @@ class Settings:
     workers: int = 2  # investigations that run at once; the rest queue
     shutdown_grace: float = 30.0  # seconds running investigations get to finish on SIGTERM
     time_budget: float = 300.0  # seconds an investigation may search before it decides on what it has
+    read_budget: int | None = None  # telemetry reads an investigation may make (None: no limit)
     summary_channel: str = ""
     summary_cron: str = "0 9 * * *"
     summary_tz: str = "UTC"
@@ -109,6 +110,7 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         workers=number("RCABOT_WORKERS", 2, low=1, high=64),
         shutdown_grace=float(number("RCABOT_SHUTDOWN_GRACE", 30, low=0, high=3600)),
         time_budget=float(number("RCABOT_INVESTIGATION_BUDGET", 300, low=5, high=3600)),
+        read_budget=number("RCABOT_READ_BUDGET", 0, low=0, high=100_000) or None,
         summary_channel=text("RCABOT_SUMMARY_CHANNEL"),
         summary_cron=cron,
         summary_tz=tz,

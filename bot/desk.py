@@ -112,7 +112,8 @@ class Summary:
 class Desk:
     def __init__(self, *, telemetry: Telemetry, store: Store, memory: RepairMemory | None = None,
                  engine: str = "lats", workers: int = 2, reasoner: Reasoner | None = None,
-                 time_budget: float | None = None, clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+                 time_budget: float | None = None, read_budget: int | None = None,
+                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
         if not isinstance(build_engine(engine), SearchEngine):  # a bad name fails now, not on the first /rca
             raise InputError(f"engine {engine!r} gives no four-stage trace; the bot needs lats, linear or linear-multi")
         self.telemetry = telemetry
@@ -121,6 +122,7 @@ class Desk:
         self.engine = engine
         self.reasoner = reasoner or OfflineReasoner()
         self.time_budget = time_budget
+        self.read_budget = read_budget
         self.clock = clock
         self.workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rca-worker")
@@ -188,7 +190,8 @@ class Desk:
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def work() -> None:
-            engine = build_engine(self.engine, reasoner=self.reasoner, time_budget=self.time_budget)
+            engine = build_engine(self.engine, reasoner=self.reasoner, time_budget=self.time_budget,
+                                  read_budget=self.read_budget)  # fmt: skip
             assert isinstance(engine, SearchEngine)
 
             async def drive() -> None:

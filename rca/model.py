@@ -277,6 +277,7 @@ class Cost:
     llm_input_tokens: int = 0
     llm_output_tokens: int = 0
     llm_cached_tokens: int = 0
+    reads: int = 0  # telemetry reads, as a read budget counts them (rca.evidence.toolbox.Toolbox.cost)
 
     @property
     def llm_tokens(self) -> int:

@@ -222,7 +222,7 @@ def to_json(trace: Trace) -> dict[str, Any]:
                  "hypotheses": trace.cost.hypotheses, "evidence_items": trace.cost.evidence_items,
                  "llm_calls": trace.cost.llm_calls, "llm_input_tokens": trace.cost.llm_input_tokens,
                  "llm_output_tokens": trace.cost.llm_output_tokens,
-                 "llm_cached_tokens": trace.cost.llm_cached_tokens},
+                 "llm_cached_tokens": trace.cost.llm_cached_tokens, "reads": trace.cost.reads},
     }  # fmt: skip
     jsonschema.validate(doc, schema())
     return doc
@@ -270,6 +270,6 @@ def from_json(doc: dict[str, Any]) -> Trace:
     )
     c = doc["cost"]
     cost = Cost(c["seconds"], c["iterations"], c["hypotheses"], c["evidence_items"], c["llm_calls"],
-                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"])  # fmt: skip
+                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"], c.get("reads", 0))  # fmt: skip
     inc = doc["incident"]
     return Trace(inc["id"], inc["symptom"], inc["engine"], package, hyps, chains, decision, cost)

@@ -23,7 +23,8 @@ def engine_names() -> tuple[str, ...]:
 
 
 def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasoner: Reasoner | None = None,
-                 time_budget: float | None = None, seed: int | None = None) -> Engine:  # fmt: skip
+                 time_budget: float | None = None, seed: int | None = None,
+                 read_budget: int | None = None) -> Engine:  # fmt: skip
     """An engine by its command-line name, optionally with one ablation (`lats` only) or
     followed by STAR's audit and repair (the search engines); the search engines take a
     reasoner (the offline one by default) and a sampling seed other than the configured one
@@ -34,7 +35,8 @@ def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasone
 
     key = name.strip().lower()
     if repair and key in VARIANTS:
-        base = build_engine(key, ablation=ablation, reasoner=reasoner, time_budget=time_budget, seed=seed)
+        base = build_engine(key, ablation=ablation, reasoner=reasoner, time_budget=time_budget, seed=seed,
+                            read_budget=read_budget)  # fmt: skip
         assert isinstance(base, SearchEngine)
         return StarEngine(base)
     if key == "baro" and not ablation:
@@ -45,6 +47,8 @@ def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasone
             variant = Variant(variant.name, variant.order, replace(variant.config, time_budget=time_budget))
         if seed is not None:
             variant = Variant(variant.name, variant.order, replace(variant.config, seed=seed))
+        if read_budget is not None:
+            variant = Variant(variant.name, variant.order, replace(variant.config, read_budget=read_budget))
         if ablation:
             if ablation not in ABLATIONS and not ablation.startswith("rule:"):
                 raise EngineError(f"unknown ablation {ablation!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")

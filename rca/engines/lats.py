@@ -96,6 +96,6 @@ def diagnosis_of(incident: Incident, engine: str, trace: dict) -> Diagnosis:
     )
     c = trace["cost"]
     cost = Cost(c["seconds"], c["iterations"], c["hypotheses"], c["evidence_items"], c["llm_calls"],
-                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"])  # fmt: skip
+                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"], c.get("reads", 0))  # fmt: skip
     missing = tuple(trace["evidence_package"]["missing"])
     return Diagnosis(incident.id, engine, ranking, missing, cost, trace)

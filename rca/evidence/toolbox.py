@@ -66,25 +66,38 @@ class ToolResult:
 
 def _memoised(tool: Callable[[Toolbox, str], Awaitable[ToolResult]]) -> Callable[[Toolbox, str], Awaitable[ToolResult]]:
     """A read repeated within an investigation costs nothing and finds the same evidence (the
-    same ids): the window and sources do not change while it runs."""
+    same ids): the window and sources do not change while it runs. A first read is charged to
+    the read budget (see `Toolbox.cost`); past the budget it returns nothing, said once."""
 
     @functools.wraps(tool)
     async def read(self: Toolbox, entity: str) -> ToolResult:
         key = (tool.__name__, entity)
         if key not in self._done:
+            if not self._charge(self.cost(tool.__name__)):
+                return ToolResult(tool.__name__, entity, f"{tool.__name__}{{entity={entity}}}", (), "budget")
             self._done[key] = await tool(self, entity)
         return self._done[key]
 
     return read
 
 
+# What one read costs against the budget, as the live backends are queried: one PromQL range
+# query reads every service's metrics at once (a scan of them, after which each service's
+# metrics are already read); a Loki query covers one service's selector, a Jaeger search one
+# service, so a scan of logs or traces costs one read per service it has not read yet.
+BULK = frozenset(["metrics"])
+
+
 class Toolbox:
     """Evidence tools over one incident's sources."""
 
-    def __init__(self, incident: Incident) -> None:
+    def __init__(self, incident: Incident, *, budget: int | None = None) -> None:
         self.incident = incident
+        self.budget = budget  # reads an investigation may make; None: as many as it wants
+        self.reads = 0  # reads made so far (repeats are free)
         self._ids = itertools.count(1)
         self._done: dict[tuple[str, str], ToolResult] = {}  # (tool, entity) -> its result, read once
+        self._bulk: set[str] = set()  # tools a scan has read for every service at once
         self._lock = asyncio.Lock()
         self._metrics: dict[str, list[MetricShift]] | None = None
         self._logs: dict[str, list[TemplateShift]] | None = None
@@ -121,6 +134,24 @@ class Toolbox:
         """A source that answered but holds nothing for the window is missing all the same."""
         if not records and modality not in self.failed:
             self.missing.append(f"{modality}: no records in the window")
+
+    @property
+    def exhausted(self) -> bool:
+        return self.budget is not None and self.reads >= self.budget
+
+    def cost(self, tool: str) -> int:
+        """Reads a first call of this tool on one service costs (0 after a bulk read of it)."""
+        return 0 if tool in self._bulk else 1
+
+    def _charge(self, reads: int) -> bool:
+        """Spend reads from the budget; False, and said once, when they are not there."""
+        if self.budget is not None and self.reads + reads > self.budget:
+            note = f"read budget of {self.budget} spent: the search decided on what it had read"
+            if note not in self.missing:
+                self.missing.append(note)
+            return False
+        self.reads += reads
+        return True
 
     def _next_id(self) -> EvidenceId:
         return EvidenceId(f"ev-{next(self._ids)}")
@@ -400,7 +431,17 @@ class Toolbox:
         present = self.available().get(modality, False)
         if tool is None or not present:
             return ToolResult("scan", modality, query, (), "unavailable")
-        evidence = [ev for e in await self.entities() for ev in (await tool(e)).evidence]
+        entities = await self.entities()
+        name = {"traces": "spans"}.get(modality, modality)
+        cost = 1 if name in BULK else sum(1 for e in entities if (name, e) not in self._done)
+        if not self._charge(cost):
+            return ToolResult("scan", modality, query, (), "budget")
+        self._bulk.add(name)  # paid for above: the reads below cost nothing more
+        try:
+            evidence = [ev for e in entities for ev in (await tool(e)).evidence]
+        finally:
+            if name not in BULK:  # only one metrics query reads every service for later too
+                self._bulk.discard(name)
         ranked = score_hypotheses(
             evidence, graph=await self.topology(), window=self.incident.window,
             symptom=self.incident.symptom, modalities=self.modalities(), edge_share=self.edge_share,

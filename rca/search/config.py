@@ -26,4 +26,5 @@ class SearchConfig:
     reflection: bool = True  # ablation switch
     check_top: int = 3  # before deciding, read the neighbourhoods of this many leading suspects
     time_budget: float | None = None  # seconds; past it the search stops and decides on what it has
+    read_budget: int | None = None  # reads (rca.evidence.toolbox.Toolbox.cost); spent, it decides likewise
     scoring: ScoringConfig = field(default_factory=ScoringConfig)

@@ -47,7 +47,7 @@ async def run_search(
     """The investigation as a stream of events; the last one is Finished with the trace."""
     started = time.perf_counter()
     reasoner = reasoner.for_investigation()
-    toolbox = Toolbox(incident)
+    toolbox = Toolbox(incident, budget=config.read_budget)
     graph = await toolbox.topology()
     kinds = available_agents(incident, order)
     tools = tuple(dict.fromkeys(t for k in kinds for t in AGENT_TOOLS[k]))
@@ -59,6 +59,9 @@ async def run_search(
     def out_of_time() -> bool:
         return config.time_budget is not None and time.perf_counter() - started > config.time_budget
 
+    def out_of_budget() -> bool:
+        return out_of_time() or toolbox.exhausted
+
     for _round in range(config.rounds):
         for i, agent in enumerate(agents):
             reason = "turn budget spent"
@@ -66,6 +69,9 @@ async def run_search(
                 if out_of_time():
                     done, reason = True, "time budget spent"
                     toolbox.missing.append(f"time budget of {config.time_budget:g} s spent: the search stopped early")
+                    break
+                if toolbox.exhausted:
+                    done, reason = True, "read budget spent"
                     break
                 async for event in agent.iterate():
                     yield event
@@ -88,7 +94,7 @@ async def run_search(
                 break
         if done:
             break
-    async for event in _check_suspects(agents, shared, incident, config.check_top, out_of_time):
+    async for event in _check_suspects(agents, shared, incident, config.check_top, out_of_budget):
         yield event
     merged = _merge(agents, shared, incident)
     try:
@@ -168,6 +174,6 @@ def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine:
         seconds=time.perf_counter() - started, iterations=sum(a.iterations for a in agents),
         hypotheses=len(shared.seen_hypotheses), evidence_items=len(shared.registry),
         llm_calls=usage.calls, llm_input_tokens=usage.input_tokens,
-        llm_output_tokens=usage.output_tokens, llm_cached_tokens=usage.cached_tokens,
+        llm_output_tokens=usage.output_tokens, llm_cached_tokens=usage.cached_tokens, reads=toolbox.reads,
     )  # fmt: skip
     return Trace(incident.id, incident.symptom, engine, ep, hyps, chains, decision, cost)

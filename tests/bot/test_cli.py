@@ -153,3 +153,15 @@ def test_eval_hides_what_it_is_told_to(nezha_slice: Path, tmp_path: Path, capsys
     assert case["modalities"] == {"metrics": True, "logs": False, "traces": False}
     assert main(["eval", str(nezha_slice), "--hide", "feelings"]) == 2
     assert "cannot hide feelings" in capsys.readouterr().err
+
+
+def test_investigate_with_a_read_budget_decides_on_what_it_read_and_says_so(
+    nezha_slice: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["investigate", "Frontend", "10m", "--data", str(nezha_slice), "--at", "2023-01-29T13:36:00Z",
+                 "--budget", "4", "--json", "--quiet"]) == 0  # fmt: skip
+    trace = json.loads(capsys.readouterr().out)
+    assert trace["cost"]["reads"] <= 4 and trace["decision_report"]["ranking"]
+    assert any("read budget of 4 spent" in m for m in trace["evidence_package"]["missing"])
+    with pytest.raises(SystemExit):
+        main(["eval", str(nezha_slice), "--budget", "-3"])

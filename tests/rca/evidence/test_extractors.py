@@ -696,3 +696,30 @@ def test_a_repeated_read_finds_the_same_evidence_not_new_copies_of_it() -> None:
     metrics, logs, metrics_again, logs_again = asyncio.run(go())
     assert metrics and metrics == metrics_again and logs == logs_again
     assert not set(metrics) & set(logs)
+
+
+def test_a_read_budget_counts_reads_as_the_backends_are_queried() -> None:
+    from tests.conftest import NEZHA_SLICE
+
+    (case,) = find_cases(NEZHA_SLICE)
+
+    async def go() -> None:
+        box = Toolbox(case.incident, budget=3)
+        await box.logs("ts-contacts-service")
+        await box.logs("ts-contacts-service")  # a repeat is free
+        assert box.reads == 1
+        await box.scan("metrics")  # one query reads every service's metrics ...
+        assert box.reads == 2
+        assert (await box.metrics("ts-order-service")).status != "budget" and box.reads == 2  # ... so these are paid
+        await box.spans("ts-contacts-service")
+        assert box.reads == 3 and box.exhausted
+        refused = await box.logs("ts-order-service")
+        assert refused.status == "budget" and not refused.evidence and box.reads == 3
+        assert sum("read budget of 3 spent" in m for m in box.missing) == 1
+        logs_scan = await Toolbox(case.incident, budget=2).scan("logs")  # one read per service: over budget
+        assert logs_scan.status == "budget"
+        unlimited = Toolbox(case.incident)
+        await unlimited.scan("logs")
+        assert unlimited.reads == len(await unlimited.entities()) and not unlimited.exhausted
+
+    asyncio.run(go())
