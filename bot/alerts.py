@@ -196,7 +196,7 @@ class Alerts:
         seen = self._seen.setdefault(n.group_key, set())
         new = [a for a in n.alerts if a.fingerprint not in seen]
         seen.update(a.fingerprint for a in n.alerts)
-        if group is not None and group.thread_ts and (new or not seen):
+        if group is not None and group.thread_ts and new:  # told when alerts join, counted otherwise
             await self.front.alert_note(group.channel, group.thread_ts, f"🔔 Alertmanager again: {len(n.alerts)} "
                                         f"alert(s) firing in this group, {len(new)} new — {n.summary}")  # fmt: skip
 

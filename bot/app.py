@@ -96,12 +96,13 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
                 reasoner=settings.build_reasoner(), time_budget=settings.time_budget,
                 read_budget=settings.read_budget)  # fmt: skip
+    alert_store = AlertStore(settings.db)
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,
                    request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode)  # fmt: skip
     front = SlackFront(desk, client, stream_interval=stream_interval, allowed_channels=settings.allowed_channels,
                        allowed_users=settings.allowed_users, thread_questions=settings.thread_questions,
-                       schedule=schedule, runbooks=load_runbooks(settings.runbooks))  # fmt: skip
+                       schedule=schedule, runbooks=load_runbooks(settings.runbooks), alerts=alert_store)  # fmt: skip
 
     @app.middleware
     async def once(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
@@ -123,9 +124,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     commands.register(app, front)
     actions.register(app, front)
     events.register(app, front)
-    alerts = Alerts(front, AlertStore(settings.db), load_routes(settings.alert_routes),
-                    per_minute=settings.alert_threads_per_minute)  # fmt: skip
-    front.alerts = alerts.store
+    alerts = Alerts(front, alert_store, load_routes(settings.alert_routes), per_minute=settings.alert_threads_per_minute)
     return Bot(app, front, desk, store, memory, schedule, alerts, errors, settings.signing_secret,
                alert_auth=_alert_auth(settings))  # fmt: skip
 
@@ -176,11 +175,13 @@ async def start_http(bot: Bot, *, host: str, port: int, events: bool = True) -> 
             return web.json_response({"error": "unauthorized"}, status=401)
         if (request.content_length or 0) > MAX_BODY:
             return web.json_response({"error": f"payload over {MAX_BODY} bytes"}, status=413)
+        body = await request.content.read(MAX_BODY + 1)
+        if len(body) > MAX_BODY:  # a body sent without its length
+            return web.json_response({"error": f"payload over {MAX_BODY} bytes"}, status=413)
         try:
-            body = await request.content.read(MAX_BODY + 1)
             notification = parse_notification(body)
         except InputError as exc:
-            return web.json_response({"error": str(exc)[:300]}, status=413 if "bytes" in str(exc) else 400)
+            return web.json_response({"error": str(exc)[:300]}, status=400)
         bot.alerts.take(notification)
         return web.json_response({"ok": True})
 

@@ -37,11 +37,11 @@ class SlackFront:
     def __init__(self, desk: Desk, client: AsyncWebClient, *, stream_interval: float = 1.0,
                  allowed_channels: frozenset[str] = frozenset(), allowed_users: frozenset[str] = frozenset(),
                  thread_questions: int = 20, schedule: SummarySchedule | None = None, runbooks: Runbooks = NONE,
-                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+                 alerts: AlertStore | None = None, clock: Callable[[], float] = time.time) -> None:  # fmt: skip
         self.desk = desk
         self.runbooks = runbooks
         self._alert_runs: set[asyncio.Task[None]] = set()
-        self.alerts: AlertStore | None = None  # set by the app: alerts no route took, for /rca status
+        self.alerts = alerts  # where alerts no route took are counted, for /rca status
         self.schedule = schedule
         self.thread_questions = thread_questions
         self.client = client

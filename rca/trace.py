@@ -268,8 +268,11 @@ def from_json(doc: dict[str, Any]) -> Trace:
                                tuple((HypothesisId(k), v) for k, v in t["expected"].items()), t["rationale"])
               for t in dr["tests"]),  # fmt: skip
     )
-    c = doc["cost"]
-    cost = Cost(c["seconds"], c["iterations"], c["hypotheses"], c["evidence_items"], c["llm_calls"],
-                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"], c.get("reads", 0))  # fmt: skip
     inc = doc["incident"]
-    return Trace(inc["id"], inc["symptom"], inc["engine"], package, hyps, chains, decision, cost)
+    return Trace(inc["id"], inc["symptom"], inc["engine"], package, hyps, chains, decision, cost_from_json(doc["cost"]))
+
+
+def cost_from_json(c: dict[str, Any]) -> Cost:
+    """A trace's cost section (`reads` is absent from traces written before it was counted)."""
+    return Cost(c["seconds"], c["iterations"], c["hypotheses"], c["evidence_items"], c["llm_calls"],
+                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"], c.get("reads", 0))  # fmt: skip

@@ -95,14 +95,6 @@ class AlertStore:
             rows = list(self._db[GROUPS].rows_where(where, args, order_by="created"))  # type: ignore[union-attr]
         return [_group(r) for r in rows]
 
-    def by_investigation(self, ids: list[str]) -> dict[str, AlertGroup]:
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        with self._lock:
-            rows = list(self._db[GROUPS].rows_where(f"investigation in ({marks})", ids))  # type: ignore[union-attr]
-        return {r["investigation"]: _group(r) for r in rows}
-
     def unrouted(self, labels: dict[str, str]) -> None:
         with self._lock, self._db.conn:
             self._db[UNROUTED].insert({"created": time.time(), "labels": json.dumps(labels)})  # type: ignore[union-attr]

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
 from rca.errors import InputError
-from rca.model import Candidate, Cost, Diagnosis, FaultType, Incident
+from rca.model import Candidate, Diagnosis, FaultType, Incident
 from rca.reasoners import Reasoner
 from rca.reasoners.offline import OfflineReasoner
 from rca.rules import parse_rules
@@ -14,6 +14,7 @@ from rca.search.actions import AgentKind
 from rca.search.config import SearchConfig
 from rca.search.events import Event, Finished
 from rca.search.supervisor import run_search
+from rca.trace import cost_from_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +95,6 @@ def diagnosis_of(incident: Incident, engine: str, trace: dict) -> Diagnosis:
         )
         for r in trace["decision_report"]["ranking"]
     )
-    c = trace["cost"]
-    cost = Cost(c["seconds"], c["iterations"], c["hypotheses"], c["evidence_items"], c["llm_calls"],
-                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"], c.get("reads", 0))  # fmt: skip
+    cost = cost_from_json(trace["cost"])
     missing = tuple(trace["evidence_package"]["missing"])
     return Diagnosis(incident.id, engine, ranking, missing, cost, trace)
