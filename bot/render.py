@@ -185,10 +185,11 @@ def _audit_line(a: Audit) -> str:
         weak = ""
         if blamed is not None and blamed.violations:
             weak = f"; weakest part: {blamed.stage.replace('_', ' ')} ({plain(clip(blamed.violations[0].explanation, 160))})"
-        return f"✅ Reasoning checked: OK (score {a.score:.2f} of 1){weak}"
+        return f"✅ Reasoning checked: OK (score {a.score:.2f} of 1, telemetry support {a.support:.0%}){weak}"
     stage = blamed.stage.replace("_", " ") if blamed is not None else "no single stage"
     why = plain(clip(blamed.violations[0].explanation, 200)) if blamed is not None and blamed.violations else ""
-    return f"⚠️ Reasoning weak at {stage}{': ' + why if why else ''} (score {a.score:.2f} of 1) · *Repair reasoning* re-checks it"
+    return (f"⚠️ Reasoning weak at {stage}{': ' + why if why else ''} (score {a.score:.2f} of 1, "
+            f"telemetry support {a.support:.0%}) · *Repair reasoning* re-checks it")  # fmt: skip
 
 
 def _missing(t: Trace) -> list[Block]:

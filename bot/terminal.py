@@ -44,7 +44,8 @@ def render_event(event: Event) -> str | None:
 def render_audit(audit: Audit) -> str:
     """The STAR verdict: score, route, the weakest stage and its violations in plain words."""
     blamed = audit.blamed
-    lines = [f"STAR audit: S = {audit.score:.2f}, route {audit.route.value.replace('_', ' ')}"]
+    lines = [f"STAR audit: S = {audit.score:.2f}, route {audit.route.value.replace('_', ' ')}; "
+             f"telemetry support {audit.support:.2f}, trust {audit.trust:.2f}"]  # fmt: skip
     if blamed is None:
         lines.append("  no stage violates an RCA requirement")
         return "\n".join(lines)

@@ -69,7 +69,8 @@ async def evaluate(
                     context = context or await audit_context(incident)
                     a = audit_trace(from_json(dict(diagnosis.trace)), context)
                     blamed = a.blamed
-                    outcome = replace(outcome, audit=AuditOutcome(a.score, a.route.value, blamed.stage if blamed else None))
+                    outcome = replace(outcome, audit=AuditOutcome(a.score, a.route.value, blamed.stage if blamed else None,
+                                                                 a.support))
                 except Exception:  # an audit that breaks leaves the case unaudited, not the run stopped
                     log.exception("auditing %s on %s failed", engine.name, case.id)
             results.append(CaseResult(incident, diagnosis, outcome, error))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rca.model import FaultType
@@ -13,9 +13,14 @@ from rca.model import FaultType
 class AuditOutcome:
     """STAR's audit of the engine's trace for one case: what it would tell a user."""
 
-    score: float
+    score: float  # how well the trace is made (STAR's S)
     route: str  # accept | fast_patch | slow_localise
     weakest_stage: str | None
+    support: float = 1.0  # how far the telemetry backs the answer (rca.star.support)
+
+    @property
+    def trust(self) -> float:
+        return self.score * self.support
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +100,21 @@ def summarise(group: str, engine: str, outcomes: Sequence[Outcome]) -> Summary:
     )
 
 
-def auroc(outcomes: Sequence[Outcome]) -> float | None:
-    """How well a low audit score predicts a wrong first place: the probability that a wrong
-    case scores below a right one (ties count half); None without both kinds."""
+def _trust(a: AuditOutcome) -> float:
+    return a.trust
+
+
+def _form(a: AuditOutcome) -> float:
+    return a.score
+
+
+def auroc(outcomes: Sequence[Outcome], of: Callable[[AuditOutcome], float] = _trust) -> float | None:
+    """How well a low audit figure (the trust, by default) predicts a wrong first place: the
+    probability that a wrong case scores below a right one (ties count half); None without
+    both kinds."""
     scored = [o for o in outcomes if o.audit is not None]
-    wrong = [o.audit.score for o in scored if not o.right]  # type: ignore[union-attr]
-    right = [o.audit.score for o in scored if o.right]  # type: ignore[union-attr]
+    wrong = [of(o.audit) for o in scored if not o.right]  # type: ignore[arg-type]
+    right = [of(o.audit) for o in scored if o.right]  # type: ignore[arg-type]
     if not wrong or not right:
         return None
     wins = sum(1.0 if w < r else 0.5 if w == r else 0.0 for w in wrong for r in right)
@@ -119,6 +133,19 @@ class Coverage:
     accepted: float  # the share of cases accepted
     ac1_accepted: float | None
     ac1_flagged: float | None
+    auroc_form: float | None = None  # the same for the form score S alone
+    # (share of cases kept, AC@1 on them) keeping the most trusted answers first
+    at_coverage: tuple[tuple[float, float], ...] = ()
+
+
+COVERAGES = (0.5, 0.75, 0.9)  # the shares of cases a report keeps, most trusted first
+
+
+def accuracy_at_coverage(outcomes: Sequence[Outcome], share: float) -> float:
+    """AC@1 on the `share` of audited cases the audit trusts most."""
+    scored = sorted((o for o in outcomes if o.audit is not None), key=lambda o: -o.audit.trust)  # type: ignore[union-attr]
+    kept = scored[: max(1, round(share * len(scored)))]
+    return ac_at(kept, 1)
 
 
 def coverage(group: str, engine: str, outcomes: Sequence[Outcome]) -> Coverage | None:
@@ -128,4 +155,5 @@ def coverage(group: str, engine: str, outcomes: Sequence[Outcome]) -> Coverage |
     accepted = [o for o in scored if o.audit.route == "accept"]  # type: ignore[union-attr]
     flagged = [o for o in scored if o.audit.route != "accept"]  # type: ignore[union-attr]
     return Coverage(group, engine, len(scored), ac_at(scored, 1), auroc(scored), len(accepted) / len(scored),
-                    ac_at(accepted, 1) if accepted else None, ac_at(flagged, 1) if flagged else None)  # fmt: skip
+                    ac_at(accepted, 1) if accepted else None, ac_at(flagged, 1) if flagged else None,
+                    auroc(scored, _form), tuple((c, accuracy_at_coverage(scored, c)) for c in COVERAGES))  # fmt: skip

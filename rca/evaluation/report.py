@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from rca.evaluation.harness import CaseResult
-from rca.evaluation.metrics import Coverage, Outcome, Summary, coverage, summarise
+from rca.evaluation.metrics import COVERAGES, Coverage, Outcome, Summary, coverage, summarise
 
 FORMAT_VERSION = 1
 
@@ -111,7 +111,8 @@ def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
                 "llm_calls": d.cost.llm_calls,
                 "llm_tokens": d.cost.llm_tokens,
                 "error": r.error,
-                "audit": ({"score": round(o.audit.score, 4), "route": o.audit.route,
+                "audit": ({"score": round(o.audit.score, 4), "support": round(o.audit.support, 4),
+                           "trust": round(o.audit.trust, 4), "route": o.audit.route,
                            "weakest_stage": o.audit.weakest_stage} if o.audit is not None else None),
             }
         )
@@ -129,8 +130,10 @@ def coverages(results: Sequence[CaseResult]) -> list[Coverage]:
 
 
 def render_coverage(rows: Sequence[Coverage]) -> str:
-    """Does the audit say when the answer is wrong? AUROC of the audit score for a wrong first
-    place, and accuracy on the cases the audit accepts as they are against the others."""
+    """Does the audit say when the answer is wrong? AUROC of the audit's trust (and of its form
+    score S alone) for a wrong first place, accuracy on the cases the audit accepts as they are
+    against the others, and accuracy on the half, three quarters and nine tenths of cases it
+    trusts most."""
     if not rows:
         return ""
 
@@ -138,10 +141,14 @@ def render_coverage(rows: Sequence[Coverage]) -> str:
         return "   -  " if x is None else f"{x:6.3f}"
 
     width = max([19, *(len(c.engine) for c in rows)])
-    head = (f"{'group':<28} {'engine':<{width}} {'cases':>5} {'AC@1':>6} {'AUROC':>6} {'accept':>6} "
-            f"{'AC@1 acc':>8} {'AC@1 flag':>9}")  # fmt: skip
-    lines = ["audit (STAR, default thresholds) as a predictor of a wrong first place", head, "-" * len(head)]
+    kept = "".join(f" {f'@{c:.0%}':>6}" for c in COVERAGES)
+    head = (f"{'group':<28} {'engine':<{width}} {'cases':>5} {'AC@1':>6} {'AUROC':>6} {'AUC S':>6} {'accept':>6} "
+            f"{'AC@1 acc':>8} {'AC@1 flag':>9}{kept}")  # fmt: skip
+    lines = ["audit (STAR, default thresholds) as a predictor of a wrong first place "
+             "(AUROC: of trust = S x support; AUC S: of the form score alone; @N%: AC@1 on the N% most trusted)",
+             head, "-" * len(head)]  # fmt: skip
     for c in rows:
-        lines.append(f"{c.group:<28} {c.engine:<{width}} {c.cases:>5} {c.ac1:>6.3f} {f(c.auroc)} {c.accepted:>6.3f} "
-                     f"{f(c.ac1_accepted):>8} {f(c.ac1_flagged):>9}")  # fmt: skip
+        at = "".join(f" {acc:>6.3f}" for _, acc in c.at_coverage)
+        lines.append(f"{c.group:<28} {c.engine:<{width}} {c.cases:>5} {c.ac1:>6.3f} {f(c.auroc)} {f(c.auroc_form)} "
+                     f"{c.accepted:>6.3f} {f(c.ac1_accepted):>8} {f(c.ac1_flagged):>9}{at}")  # fmt: skip
     return "\n".join(lines)

@@ -3,6 +3,9 @@
 S = sum(w_k s_k) / sum(w_k). A stage's severity is the weighted shortfall of its criteria;
 the blamed stage is the most severe one. Route: S >= tau accept; tau - epsilon <= S < tau fast
 path; below, slow path.
+
+Beside S, which judges how a trace is made, `support` says how far the telemetry itself backs
+its answer (rca.star.support), and `trust` = S x support is what predicts a wrong answer.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rca.star import analysis, hypotheses, package, report
+from rca.star import analysis, hypotheses, package, report, support
 from rca.star.criteria import AuditContext, Criterion
 from rca.trace import STAGES, Trace
 
@@ -41,6 +44,12 @@ class Audit:
     route: Route
     stages: tuple[StageDiagnostic, ...]
     criteria: tuple[Criterion, ...]
+    support: float = 1.0  # how far the telemetry backs the answer (rca.star.support)
+
+    @property
+    def trust(self) -> float:
+        """How far to trust the verdict: a well-made trace whose telemetry backs it."""
+        return round(self.score * self.support, 4)
 
     @property
     def blamed(self) -> StageDiagnostic | None:
@@ -52,6 +61,8 @@ class Audit:
         blamed = self.blamed
         return {
             "score": round(self.score, 4),
+            "support": self.support,
+            "trust": self.trust,
             "route": self.route.value,
             "blamed_stage": blamed.stage if blamed else None,
             "stages": [
@@ -65,7 +76,11 @@ class Audit:
         }
 
 
-_CHECKS = (package.check, hypotheses.check, analysis.check, report.check)
+def _telemetry(trace: Trace, ctx: AuditContext) -> list[Criterion]:
+    return [support.independent_lead(trace), support.began_first(trace)]
+
+
+_CHECKS = (package.check, hypotheses.check, analysis.check, report.check, _telemetry)
 
 
 def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) -> Audit:
@@ -79,7 +94,7 @@ def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) ->
         weight = sum(c.weight for c in mine)
         stage_score = sum(c.weight * c.score for c in mine) / weight if weight else 1.0
         stages.append(StageDiagnostic(stage, stage_score, 1.0 - stage_score, tuple(c for c in mine if c.violated)))
-    return Audit(score, route(score, config), tuple(stages), criteria)
+    return Audit(score, route(score, config), tuple(stages), criteria, support.support(trace))
 
 
 def route(score: float, config: StarConfig) -> Route:

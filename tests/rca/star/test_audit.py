@@ -5,16 +5,18 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 from bot.cli import main
 from rca.engines import build_engine
-from rca.model import FaultType
+from rca.evidence import EvidenceId
+from rca.model import FaultType, Window
 from rca.sources.datasets import find_cases
 from rca.star.audit import Route, StarConfig, audit, route
 from rca.star.context import audit_context
 from rca.star.criteria import AuditContext, leading
-from rca.trace import Chain, Link, Trace, VerificationTest, from_json
+from rca.trace import Chain, Link, Trace, VerificationTest, from_json, to_json
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +61,7 @@ def test_a_clean_trace_is_accepted_with_no_violation(real: tuple[Trace, AuditCon
     "name",
     ["onset_covered", "modality_fit", "scope_neighbours", "grounded", "not_collapsed", "covers_evidence", "layer_consistent",
      "reachable", "cause_before_effect", "links_supported", "calibrated", "agrees_with_analysis",
-     "tests_discriminative", "sources_read", "leads_examined"],
+     "tests_discriminative", "sources_read", "leads_examined", "independent_lead", "began_first"],
 )  # fmt: skip
 def test_each_criterion_sees_its_violation(real: tuple[Trace, AuditContext], name: str) -> None:
     trace, ctx = real
@@ -162,12 +164,32 @@ def _useless_tests(t: Trace, ctx: AuditContext) -> Trace:
     return replace(t, decision=replace(t.decision, tests=tests))
 
 
+def _outshone(t: Trace, ctx: AuditContext) -> Trace:
+    """A rival's telemetry deviates twice as far as anything of the blamed service's."""
+    ep = t.evidence_package
+    top, rival = t.hypotheses[0].service, t.hypotheses[1].service
+    strongest = max((e for e in ep.evidence if e.entity == top), key=lambda e: e.score)
+    louder = replace(strongest, id=EvidenceId("ev-louder"), entity=rival, score=2 * strongest.score + 1)
+    return replace(t, evidence_package=replace(ep, evidence=(*ep.evidence, louder)))
+
+
+def _rival_first(t: Trace, ctx: AuditContext) -> Trace:
+    """The runner-up's anomaly began ten minutes before the blamed one's."""
+    ep = t.evidence_package
+    top = set(t.hypotheses[0].evidence)
+    onset = min(e.onset for e in ep.evidence if e.id in top and e.onset is not None)
+    rival = set(t.hypotheses[1].evidence)
+    ev = tuple(replace(e, onset=onset - 600, until=None) if e.id in rival else e for e in ep.evidence)
+    return replace(t, evidence_package=replace(ep, evidence=ev))
+
+
 VIOLATIONS = {
     "onset_covered": _onset_at_start, "modality_fit": _drop_modality, "scope_neighbours": _victims_only,
     "grounded": _ungrounded, "not_collapsed": _collapsed, "covers_evidence": _leader_dropped, "layer_consistent": _host_only,
     "reachable": _unreachable, "cause_before_effect": _reversed, "links_supported": _unsupported,
     "calibrated": _overconfident, "agrees_with_analysis": _contradicting, "tests_discriminative": _useless_tests,
     "sources_read": _backend_failed, "leads_examined": _leads_unseen,
+    "independent_lead": _outshone, "began_first": _rival_first,
 }  # fmt: skip
 
 
@@ -199,3 +221,38 @@ def test_a_leader_with_no_onset_in_the_window_is_a_shortfall(real: tuple[Trace, 
     lead = set(good.hypotheses[0].evidence)
     flat = replace(ep, evidence=tuple(replace(e, onset=None) if e.id in lead else e for e in ep.evidence))
     assert _score(replace(good, evidence_package=flat), ctx, "onset_covered") < _score(good, ctx, "onset_covered")
+
+
+def test_support_falls_when_the_telemetry_stops_backing_the_answer(real: tuple[Trace, AuditContext]) -> None:
+    trace, ctx = real
+    good = _clean(trace, ctx)
+    backed = audit(good, ctx)
+    assert 0.0 < backed.support <= 1.0 and backed.trust == round(backed.score * backed.support, 4)
+    outshone = audit(_outshone(good, ctx), ctx)
+    assert outshone.support < backed.support and outshone.trust < backed.trust
+    assert "independent_lead" in {c.name for d in outshone.stages for c in d.violations}
+
+
+def test_support_does_not_depend_on_names_or_the_clock(real: tuple[Trace, AuditContext]) -> None:
+    """Renaming every entity and moving every timestamp by days leaves the audit's view the same."""
+    trace, ctx = real
+    good = _clean(trace, ctx)
+    doc = json.dumps(to_json(good))
+    names = sorted({e.entity for e in good.evidence_package.evidence} | set(ctx.graph.nodes), key=len, reverse=True)
+    for i, n in enumerate(names):
+        doc = doc.replace(f'"{n}', f'"svc-{i:03d}-renamed')
+    renamed = from_json(json.loads(doc))
+    graph = nx.relabel_nodes(ctx.graph, {n: f"svc-{i:03d}-renamed" for i, n in enumerate(names)})
+    days = 9 * 86400.0
+    ep = renamed.evidence_package
+    moved_ev = tuple(replace(e, onset=None if e.onset is None else e.onset + days,
+                             until=None if e.until is None else e.until + days,
+                             profile=tuple((t + days, z) for t, z in e.profile)) for e in ep.evidence)  # fmt: skip
+    moved = replace(renamed, evidence_package=replace(ep, evidence=moved_ev,
+                    window=Window(ep.window.start + days, ep.window.end + days),
+                    alert_time=None if ep.alert_time is None else ep.alert_time + days))  # fmt: skip
+    before = audit(good, ctx)
+    after = audit(moved, replace(ctx, graph=graph, leads=()))
+    assert after.support == before.support
+    pick = {"independent_lead", "began_first"}
+    assert [c.score for c in after.criteria if c.name in pick] == [c.score for c in before.criteria if c.name in pick]

@@ -1,0 +1,105 @@
+"""The telemetry's own word on a verdict, read without the reasoner's rules.
+
+The form checks of the four stages (rca.star.package .. report) ask whether a trace is well
+made; they cannot tell a well-made wrong answer from a right one. These look at the evidence
+itself:
+
+- `independent_lead`: the evidence of this incident re-scored by its raw deviation alone
+  (each item's robust score, no fault recipes, no call-graph rules): where does that put
+  the blamed service? 1 / its rank.
+- `began_first`: did the blamed service's anomaly in this incident begin no later than
+  those of the rival hypotheses?
+- `support`: how far the telemetry backs the verdict: the support its own evidence gives
+  the leading answer (its value, tempered by its lead) times `independent_lead`. The audit's
+  trust in a verdict is its form score times this support; `rcabot eval --audit` measures
+  how well that predicts a wrong first place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rca.evidence import Evidence
+from rca.rules.timing import reference, weight
+from rca.star.criteria import Criterion, leading
+from rca.star.report import sufficiency
+from rca.topology import ONSET_TOLERANCE
+from rca.trace import Trace
+
+HYPOTHESES = "hypothesis_set"
+ANALYSIS = "analysis_structure"
+
+
+def current(trace: Trace) -> list[Evidence]:
+    """The evidence of the incident asked about (rca.rules.timing), or all of it when none
+    can be told apart."""
+    ep = trace.evidence_package
+    ref = reference(ep.evidence, trace.symptom, ep.alert_time)
+    mine = [ev for ev in ep.evidence if weight(ev, ref, past_weight=0.0) == 1.0]
+    return mine or list(ep.evidence)
+
+
+def rescored(evidence: Sequence[Evidence]) -> dict[str, float]:
+    """Per entity, the largest raw deviation among its evidence."""
+    out: dict[str, float] = {}
+    for ev in evidence:
+        out[ev.entity] = max(out.get(ev.entity, 0.0), ev.score)
+    return out
+
+
+def rank_in(scores: dict[str, float], entity: str) -> int | None:
+    """1 + how many entities deviate strictly more; None when it has no evidence."""
+    if entity not in scores:
+        return None
+    return 1 + sum(1 for s in scores.values() if s > scores[entity])
+
+
+def agreement(trace: Trace) -> float:
+    """1 / the blamed service's rank in the rule-free re-score (0 without evidence)."""
+    if not trace.hypotheses:
+        return 0.0
+    rank = rank_in(rescored(current(trace)), trace.hypotheses[0].service)
+    return 1.0 / rank if rank else 0.0
+
+
+def support(trace: Trace) -> float:
+    """How far the telemetry backs the verdict, in [0, 1]."""
+    return round(sufficiency(trace) * agreement(trace), 4)
+
+
+def independent_lead(trace: Trace) -> Criterion:
+    """Re-scored by raw deviation alone, the blamed service's own telemetry leads."""
+    if not trace.hypotheses:
+        return Criterion(HYPOTHESES, "independent_lead", 0.0, 1.0, "no hypothesis to re-score")
+    top = trace.hypotheses[0].service
+    scores = rescored(current(trace))
+    rank = rank_in(scores, top)
+    if rank is None:
+        return Criterion(HYPOTHESES, "independent_lead", 0.0, 1.0, f"{top} has no evidence of this incident")
+    if rank == 1:
+        return Criterion(HYPOTHESES, "independent_lead", 1.0, 1.0,
+                         f"re-scored without the rules, {top}'s telemetry still deviates most")  # fmt: skip
+    ahead = sorted((e for e, s in scores.items() if s > scores[top]), key=lambda e: -scores[e])
+    why = (f"re-scored without the rules, {top} ranks {rank}: "
+           f"{', '.join(ahead[:3])} deviate{'s' if len(ahead) == 1 else ''} more")  # fmt: skip
+    return Criterion(HYPOTHESES, "independent_lead", 1.0 / rank, 1.0, why, tuple(ahead[:3]))
+
+
+def began_first(trace: Trace) -> Criterion:
+    """The blamed service's anomaly in this incident began no later than its rivals' (within
+    the clock skew forgiven between a cause and its effect)."""
+    hyps = leading(trace)
+    if len(hyps) < 2:
+        return Criterion(ANALYSIS, "began_first", 1.0, 1.0, "no rival hypothesis to compare onsets with")
+    mine = {ev.id: ev.onset for ev in current(trace) if ev.onset is not None}
+    onset = {h.service: min((mine[i] for i in h.evidence if i in mine), default=None) for h in hyps}
+    top = hyps[0].service
+    rivals = {s: t for s, t in onset.items() if s != top and t is not None}
+    began = onset[top]
+    if began is None or not rivals:
+        return Criterion(ANALYSIS, "began_first", 0.5, 1.0, "the leading hypotheses' onsets cannot be compared")
+    earlier = sorted(s for s, t in rivals.items() if t + ONSET_TOLERANCE < began)
+    if not earlier:
+        return Criterion(ANALYSIS, "began_first", 1.0, 1.0, f"{top}'s anomaly began first among the leading hypotheses")
+    return Criterion(ANALYSIS, "began_first", 0.0, 1.0,
+                     f"{', '.join(earlier)} began before {top}: the blamed anomaly may be an effect", tuple(earlier))  # fmt: skip
