@@ -5,8 +5,9 @@ none (`rca.evidence.toolbox.Toolbox.cost`: one metrics query reads every service
 traces read covers one service, repeats are free), under the realistic window protocol. Prints
 AC@1 and the median reads actually spent per engine and budget; `--json` keeps the rows, and
 `--render A.json [B.json ...] --out docs/budget` merges runs into a Markdown table and a PNG.
+`random` reads services in a random order: the floor a search that chooses its reads must beat.
 
-usage: python -m bench.budget PATH [PATH ...] [--engines lats,linear,linear-multi]
+usage: python -m bench.budget PATH [PATH ...] [--engines lats,linear,linear-multi,random]
                               [--ablations batching,backprop,reflection,check]
                               [--budgets 4,8,16,32,0] [--json OUT]
        python -m bench.budget --render A.json [B.json ...] --out docs/budget
@@ -91,7 +92,7 @@ def plot(rows: list[dict[str, object]], out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench.budget", description=__doc__.split("\n")[0])
     p.add_argument("paths", nargs="*", type=Path)
-    p.add_argument("--engines", default="lats,linear,linear-multi")
+    p.add_argument("--engines", default="lats,linear,linear-multi,random")
     p.add_argument("--ablations", default="")
     p.add_argument("--budgets", default="4,8,16,32,0")
     p.add_argument("--protocol", default="realistic")

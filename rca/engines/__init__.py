@@ -19,7 +19,7 @@ class Engine(Protocol):
 
 
 def engine_names() -> tuple[str, ...]:
-    return ("lats", "linear", "linear-multi", "baro")
+    return ("lats", "linear", "linear-multi", "baro", "random")
 
 
 def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasoner: Reasoner | None = None,
@@ -31,6 +31,7 @@ def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasone
     (named `<engine>@seed<N>`, so that runs with several seeds sit side by side)."""
     from rca.engines.baro import BaroEngine
     from rca.engines.lats import ABLATIONS, VARIANTS, SearchEngine, Variant, ablate
+    from rca.engines.random_order import RandomOrderEngine
     from rca.engines.star import StarEngine
 
     key = name.strip().lower()
@@ -41,6 +42,8 @@ def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasone
         return StarEngine(base)
     if key == "baro" and not ablation:
         return BaroEngine()
+    if key == "random" and not ablation:
+        return RandomOrderEngine(read_budget=read_budget, seed=seed or 0)
     if key in VARIANTS:
         variant = VARIANTS[key]
         if time_budget is not None:
