@@ -37,8 +37,9 @@ from handlers.alerts import MAX_BODY, parse_notification
 from handlers.payloads import well_formed
 from rca.errors import InputError
 from storage.alerts import AlertStore
+from storage.database import StorageError
 from storage.investigations import Store
-from storage.repair_memory import SqliteRepairMemory
+from storage.repair_memory import SqlRepairMemory
 from storage.schedules import SummarySchedule
 
 log = logging.getLogger("rcabot")
@@ -54,7 +55,7 @@ class Bot:
     front: SlackFront
     desk: Desk
     store: Store
-    memory: SqliteRepairMemory
+    memory: SqlRepairMemory
     schedule: SummarySchedule
     alerts: Alerts
     errors: list[BaseException]  # what reached the app's error handler (a bug, or a dependency failing)
@@ -87,7 +88,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     if not settings.socket_mode:
         require_slack(settings)
     store = Store(settings.db)
-    memory = SqliteRepairMemory(settings.db)  # the same file, its own table
+    memory = SqlRepairMemory(settings.db)  # the same file, its own table
     schedule = SummarySchedule(settings.db, scheduler.next_run)  # and another
     if settings.summary_channel:  # the operator's channel, unless it already has a schedule of its own
         schedule.subscribe(settings.summary_channel, cron=settings.summary_cron, tz=settings.summary_tz, user="",
@@ -108,7 +109,12 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     async def once(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
         """Slack redelivers what it thinks was missed: a delivery seen before starts nothing."""
         key = body.get("event_id") or body.get("trigger_id")
-        if key and not await asyncio.to_thread(store.first_delivery, str(key)[:200]):
+        try:
+            first = not key or await asyncio.to_thread(store.first_delivery, str(key)[:200])
+        except StorageError as exc:  # the listener says so to the user; a retry cannot be told apart now
+            log.error("storage unavailable, a delivery goes on unchecked for repeats: %s", exc)
+            first = True
+        if not first:
             log.info("ignored a repeated delivery %s", str(key)[:40])
             return BoltResponse(status=200, body="")
         await next()

@@ -60,8 +60,9 @@ from rca.star.verify import run_tests
 from rca.timestamps import parse_timestamp
 from rca.trace import Trace, from_json
 from rca.trace import to_json as trace_json
+from storage.database import record
 from storage.investigations import Store
-from storage.repair_memory import SqliteRepairMemory
+from storage.repair_memory import SqlRepairMemory
 
 log = logging.getLogger("rcabot")
 
@@ -161,8 +162,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
     rp.add_argument("--data", type=Path, required=True, help="the dataset the trace was read from")
     rp.add_argument("--out", type=Path, help="where to write the repaired trace (default: print it)")
-    rp.add_argument("--memory", type=Path, default=Path("rcabot-repair-memory.db"),
-                    help="the repair memory (SQLite)")  # fmt: skip
+    rp.add_argument("--memory", type=record, default=Path("rcabot-repair-memory.db"),
+                    help="the repair memory: a SQLite file or a postgresql:// URL")  # fmt: skip
 
     ve = sub.add_parser("verify", help="run a trace's verification tests against the telemetry")
     ve.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
@@ -190,7 +191,7 @@ def _parser() -> argparse.ArgumentParser:
     co = sub.add_parser("console", help="the Slack experience in a terminal: /rca, repair, verify, questions")
     co.add_argument("--data", type=Path, help="a recorded dataset to replay (default: RCABOT_DATA or the embedded incident)")
     co.add_argument("--at", help="'now' inside the recorded data (default: RCABOT_NOW or its end)")
-    co.add_argument("--db", type=Path, help="the SQLite record (default: RCABOT_DB or rcabot.db)")
+    co.add_argument("--db", type=record, help="the record: a SQLite file or a postgresql:// URL (default: RCABOT_DB or rcabot.db)")
     co.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
     return p
 
@@ -298,7 +299,7 @@ async def _repair(args: argparse.Namespace) -> int:
     trace = _read_trace(args.trace)
     incident = await replay_incident(find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window)
     ctx = RepairContext(await audit_context(incident), recollector(incident))
-    memory = SqliteRepairMemory(args.memory)
+    memory = SqlRepairMemory(args.memory)
     try:
         result = await repair(trace, ctx, RepairConfig(), memory)
     finally:
@@ -458,7 +459,7 @@ async def _console(args: argparse.Namespace) -> int:
     data = args.data or settings.data
     now = parse_timestamp(args.at) if args.at else settings.now
     store = Store(args.db or settings.db)
-    memory = SqliteRepairMemory(args.db or settings.db)
+    memory = SqlRepairMemory(args.db or settings.db)
     desk = Desk(telemetry=telemetry_from(data=data, now=now, live=settings.live), store=store, memory=memory, engine=settings.engine,
                 workers=settings.workers, reasoner=_reasoner(args), time_budget=settings.time_budget)  # fmt: skip
 

@@ -16,6 +16,7 @@ from rca.reasoners import Reasoner
 from rca.reasoners.claude import DEFAULT_MODEL, ClaudeConfig
 from rca.reasoners.offline import OfflineReasoner
 from rca.timestamps import parse_timestamp
+from storage.database import record
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +26,7 @@ class Settings:
     app_token: str = field(default="", repr=False)  # Socket Mode when set
     api_url: str = ""  # the Web API base URL, for proxies and tests
     port: int = 3000
-    db: Path = Path("rcabot.db")
+    db: Path | str = Path("rcabot.db")  # a SQLite file, or a postgresql:// URL
     data: Path | None = None  # a recorded dataset to replay; the embedded incident when None
     now: float | None = None  # "now" inside the replayed data
     engine: str = "lats"
@@ -103,7 +104,7 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         app_token=text("SLACK_APP_TOKEN"),
         api_url=text("SLACK_API_URL"),
         port=number("PORT", 3000, low=1, high=65535),
-        db=Path(text("RCABOT_DB", "rcabot.db")),
+        db=record(text("RCABOT_DB", "rcabot.db")),
         data=Path(text("RCABOT_DATA")) if text("RCABOT_DATA") else None,
         now=parse_timestamp(now) if now else None,
         engine=text("RCABOT_ENGINE", "lats"),

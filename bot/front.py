@@ -26,10 +26,13 @@ from rca.errors import InputError, RcaError
 from rca.explain import is_question
 from rca.star.repair import RepairStep
 from storage.alerts import AlertStore
+from storage.database import StorageError
 from storage.investigations import InvestigationRow
 from storage.schedules import SummarySchedule
 
 log = logging.getLogger("rcabot.slack")
+STORAGE_DOWN = ("⚠️ Storage unavailable: rcabot cannot record an investigation right now, so none was "
+                "started. Nothing is queued; run the command again once the database is back.")  # fmt: skip
 DAY = 86400.0
 
 
@@ -96,6 +99,10 @@ class SlackFront:
         except InputError as exc:
             await reply(respond, f"{render.plain(str(exc))}\n\n{USAGE}")
             return
+        except StorageError as exc:
+            log.error("storage unavailable, /rca %s not started: %s", command.service[:60], exc)
+            await reply(respond, STORAGE_DOWN)
+            return
         text, blocks = render.parent(run, "⏳ running — follow the investigation in the thread")
         try:
             posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=blocks)
@@ -138,6 +145,10 @@ class SlackFront:
         except InputError as exc:
             await self._post(channel, ts, "cannot investigate", [render.context(
                 f"Not investigated: {render.plain(str(exc))[:500]}")])  # fmt: skip
+            return ts, ""
+        except StorageError as exc:
+            log.error("storage unavailable, alert on %s not investigated: %s", service[:60], exc)
+            await self._post(channel, ts, "storage unavailable", [render.context(STORAGE_DOWN)])
             return ts, ""
         await self.desk.set_thread(run.id, parent_ts=ts, thread_ts=ts)
         task = asyncio.create_task(self._run(run, ts, team="", live=False))  # no one to name as recipient

@@ -1,5 +1,6 @@
-"""The bot's record in SQLite (sqlite-utils, WAL): investigations with their traces and audits,
-repairs, verification runs, feedback, follow-up questions, and the Slack deliveries seen.
+"""The bot's record (a SQLite file, or PostgreSQL: storage.database): investigations with their
+traces and audits, repairs, verification runs, feedback, follow-up questions, and the Slack
+deliveries seen.
 
 Every write is one transaction, so a crash leaves either the whole row or none of it; an
 investigation still marked running when the process starts again is marked interrupted.
@@ -8,35 +9,34 @@ investigation still marked running when the process starts again is marked inter
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storage.database import open_database
+from storage.database import Conflict, Migration, open_database
 
-SCHEMA: dict[str, tuple[dict[str, type], str]] = {
-    "investigations": ({
-        "id": str, "service": str, "window_start": float, "window_end": float, "channel": str,
-        "user": str, "parent_ts": str, "thread_ts": str, "status": str, "engine": str,
-        "created": float, "finished": float, "top_service": str, "top_fault": str,
-        "confidence": float, "score": float, "route": str, "blamed": str, "trace": str,
-        "audit": str, "error": str, "missing": str,
-    }, "id"),  # fmt: skip
-    "repairs": ({"id": int, "investigation": str, "created": float, "before": float, "after": float,
-                 "decisive": str, "steps": str, "trace": str, "audit": str, "top_before": str,
-                 "top_after": str}, "id"),  # fmt: skip
-    "verifications": ({"id": int, "investigation": str, "created": float, "run": str}, "id"),
-    "feedback": ({"id": int, "investigation": str, "created": float, "user": str, "correct": int,
-                  "true_cause": str, "note": str}, "id"),  # fmt: skip
-    "questions": ({"id": int, "investigation": str, "created": float, "user": str, "question": str,
-                   "answer": str}, "id"),  # fmt: skip
-    "seen_deliveries": ({"key": str, "seen": float}, "key"),
-}
+MIGRATIONS = (
+    Migration(1, (
+        "create table if not exists investigations (id {text} primary key, service {text}, window_start {float}, "
+        "window_end {float}, channel {text}, \"user\" {text}, parent_ts {text}, thread_ts {text}, status {text}, "
+        "engine {text}, created {float}, finished {float}, top_service {text}, top_fault {text}, confidence {float}, "
+        "score {float}, route {text}, blamed {text}, trace {text}, audit {text}, error {text}, missing {text})",
+        "create table if not exists repairs (id {serial}, investigation {text}, created {float}, before {float}, "
+        "after {float}, decisive {text}, steps {text}, trace {text}, audit {text}, top_before {text}, top_after {text})",
+        "create table if not exists verifications (id {serial}, investigation {text}, created {float}, run {text})",
+        "create table if not exists feedback (id {serial}, investigation {text}, created {float}, \"user\" {text}, "
+        "correct {int}, true_cause {text}, note {text})",
+        "create table if not exists questions (id {serial}, investigation {text}, created {float}, \"user\" {text}, "
+        "question {text}, answer {text})",
+        "create table if not exists seen_deliveries (key {text} primary key, seen {float})",
+        "create index if not exists idx_investigations_channel_thread_ts on investigations (channel, thread_ts)",
+        "create index if not exists idx_investigations_created on investigations (created)",
+        "create index if not exists idx_repairs_investigation on repairs (investigation)",
+        "create index if not exists idx_feedback_investigation on feedback (investigation)",
+    )),
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,40 +90,27 @@ class RepairRow:
 
 
 class Store:
-    """The bot's SQLite file; safe to share between the event loop and worker threads."""
+    """The bot's record; safe to share between the event loop and worker threads, and (on
+    PostgreSQL, or one SQLite file on one host) between processes."""
 
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._db = open_database(self.path)
-        self._lock = threading.Lock()
-        for name, (columns, pk) in SCHEMA.items():
-            if not self._db[name].exists():  # type: ignore[union-attr]
-                self._db.create_table(name, columns, pk=pk)
-        for table, cols in (("investigations", ["channel", "thread_ts"]), ("investigations", ["created"]),
-                            ("repairs", ["investigation"]), ("feedback", ["investigation"])):  # fmt: skip
-            self._db[table].create_index(cols, if_not_exists=True)  # type: ignore[union-attr]
-        with self._write():
-            running = [r["id"] for r in self._db["investigations"].rows_where("status = 'running'")]  # type: ignore[union-attr]
+    def __init__(self, target: Path | str) -> None:
+        self._db = open_database(target)
+        self._db.migrate("investigations", MIGRATIONS)
+        with self._db.transaction():
+            running = [r["id"] for r in self._db.query("select id from investigations where status = 'running'")]
             self._db.execute("update investigations set status = 'interrupted', error = "
                              "'the bot stopped before this investigation finished' where status = 'running'")  # fmt: skip
         self.recovered: tuple[str, ...] = tuple(running)  # cut short by the last stop: offered for resuming
 
-    @contextmanager
-    def _write(self) -> Iterator[None]:
-        with self._lock, self._db.conn:  # one transaction: committed whole or not at all
-            yield
-
     def close(self) -> None:
-        with self._lock:  # not while another thread is inside a query: that would crash sqlite
-            self._db.close()
+        self._db.close()
 
     # -- deliveries --------------------------------------------------------------------------
     def first_delivery(self, key: str) -> bool:
         """True the first time a Slack delivery key is seen, False for every retry of it."""
         try:
-            with self._write():
-                self._db.execute("insert into seen_deliveries (key, seen) values (?, ?)", [key, time.time()])
-        except sqlite3.IntegrityError:
+            self._db.insert("seen_deliveries", {"key": key, "seen": time.time()})
+        except Conflict:
             return False
         return True
 
@@ -133,8 +120,7 @@ class Store:
         row = {"id": id, "service": service, "window_start": window[0], "window_end": window[1],
                "channel": channel, "user": user, "parent_ts": "", "thread_ts": "", "status": "running",
                "engine": engine, "created": time.time(), "error": "", "missing": "[]"}  # fmt: skip
-        with self._write():
-            self._db["investigations"].insert(row)  # type: ignore[union-attr]
+        self._db.insert("investigations", row)
 
     def set_thread(self, id: str, *, parent_ts: str, thread_ts: str) -> None:
         self._update(id, parent_ts=parent_ts, thread_ts=thread_ts)
@@ -152,19 +138,17 @@ class Store:
         self._update(id, status="failed", finished=time.time(), error=error[:2000])
 
     def _update(self, id: str, **values: Any) -> None:
-        with self._write():
-            self._db["investigations"].update(id, values)  # type: ignore[union-attr]
+        sets = ", ".join(f'"{k}" = ?' for k in values)
+        self._db.execute(f"update investigations set {sets} where id = ?", [*values.values(), id])
 
     def investigation(self, id: str) -> InvestigationRow | None:
-        with self._lock:
-            rows = list(self._db["investigations"].rows_where("id = ?", [id]))  # type: ignore[union-attr]
+        rows = self._db.query("select * from investigations where id = ?", [id])
         return _investigation(rows[0]) if rows else None
 
     def by_thread(self, channel: str, thread_ts: str) -> InvestigationRow | None:
         """The investigation whose Slack thread this is."""
-        with self._lock:
-            rows = list(self._db["investigations"].rows_where(  # type: ignore[union-attr]
-                "channel = ? and thread_ts = ?", [channel, thread_ts], limit=1))  # fmt: skip
+        rows = self._db.query("select * from investigations where channel = ? and thread_ts = ? limit 1",
+                              [channel, thread_ts])  # fmt: skip
         return _investigation(rows[0]) if rows else None
 
     def between(self, start: float, end: float, *, channel: str | None = None) -> list[InvestigationRow]:
@@ -173,19 +157,17 @@ class Store:
         where, args = "created >= ? and created < ?", list[object]([start, end])
         if channel is not None:
             where, args = where + " and channel = ?", [*args, channel]
-        with self._lock:
-            rows = list(self._db["investigations"].rows_where(  # type: ignore[union-attr]
-                where, args, order_by="created"))  # fmt: skip
+        rows = self._db.query(f"select * from investigations where {where} order by created", args)
         return [_investigation(r) for r in rows]
 
     def similar(self, *, channel: str, top_service: str, top_fault: str, before: float,
                 limit: int = 3) -> list[InvestigationRow]:  # fmt: skip
         """Earlier finished investigations of the same channel that blamed the same service with
         the same fault (another channel's, a private one's say, are not this channel's to see)."""
-        with self._lock:
-            rows = list(self._db["investigations"].rows_where(  # type: ignore[union-attr]
-                "status = 'done' and channel = ? and top_service = ? and top_fault = ? and created < ?",
-                [channel, top_service, top_fault, before], order_by="created desc", limit=limit))  # fmt: skip
+        rows = self._db.query(
+            "select * from investigations where status = 'done' and channel = ? and top_service = ? "
+            "and top_fault = ? and created < ? order by created desc limit ?",
+            [channel, top_service, top_fault, before, limit])  # fmt: skip
         return [_investigation(r) for r in rows]
 
     # -- what happened after ----------------------------------------------------------------
@@ -195,62 +177,51 @@ class Store:
         row = {"investigation": investigation, "created": time.time(), "before": before, "after": after,
                "decisive": decisive or "", "steps": json.dumps(list(steps)), "trace": json.dumps(trace),
                "audit": json.dumps(audit), "top_before": top_before, "top_after": top_after}  # fmt: skip
-        with self._write():
-            self._db["repairs"].insert(row)  # type: ignore[union-attr]
+        self._db.insert("repairs", row)
 
     def repairs(self, investigation: str) -> list[RepairRow]:
-        with self._lock:
-            rows = list(self._db["repairs"].rows_where("investigation = ?", [investigation], order_by="id"))  # type: ignore[union-attr]
+        rows = self._db.query("select * from repairs where investigation = ? order by id", [investigation])
         return [RepairRow(r["investigation"], r["before"], r["after"], r["decisive"], r["top_before"],
                           r["top_after"], r["created"], json.loads(r["trace"]), json.loads(r["audit"]),
                           tuple(json.loads(r["steps"])))
                 for r in rows]  # fmt: skip
 
     def add_verification(self, investigation: str, run: dict[str, Any]) -> None:
-        with self._write():
-            self._db["verifications"].insert(  # type: ignore[union-attr]
-                {"investigation": investigation, "created": time.time(), "run": json.dumps(run)})
+        self._db.insert("verifications", {"investigation": investigation, "created": time.time(), "run": json.dumps(run)})
 
     def verifications(self, investigation: str) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = list(self._db["verifications"].rows_where("investigation = ?", [investigation], order_by="id"))  # type: ignore[union-attr]
+        rows = self._db.query("select run from verifications where investigation = ? order by id", [investigation])
         return [json.loads(r["run"]) for r in rows]
 
     def add_feedback(self, investigation: str, *, user: str, correct: bool, true_cause: str = "",
                      note: str = "") -> None:  # fmt: skip
         row = {"investigation": investigation, "created": time.time(), "user": user, "correct": int(correct),
                "true_cause": true_cause, "note": note}  # fmt: skip
-        with self._write():
-            self._db["feedback"].insert(row)  # type: ignore[union-attr]
+        self._db.insert("feedback", row)
 
     def feedback(self, investigation: str) -> list[FeedbackRow]:
-        with self._lock:
-            rows = list(self._db["feedback"].rows_where("investigation = ?", [investigation], order_by="id"))  # type: ignore[union-attr]
+        rows = self._db.query("select * from feedback where investigation = ? order by id", [investigation])
         return [FeedbackRow(r["investigation"], r["user"], bool(r["correct"]), r["true_cause"], r["note"],
                             r["created"]) for r in rows]  # fmt: skip
 
     def repaired_among(self, ids: Sequence[str]) -> set[str]:
         """Which of these investigations have a repair."""
-        with self._lock:
-            return {r["investigation"] for r in self._db.query(
-                f"select distinct investigation from repairs where investigation in ({_marks(ids)})", list(ids))}  # fmt: skip
+        rows = self._db.query(f"select distinct investigation from repairs where investigation in ({_marks(ids)})", list(ids))
+        return {r["investigation"] for r in rows}
 
     def last_feedback(self, ids: Sequence[str]) -> dict[str, bool]:
         """Per investigation among these, whether its latest feedback called it correct."""
-        with self._lock:
-            rows = self._db.query(f"select investigation, correct from feedback where investigation in ({_marks(ids)}) "
-                                  "order by id", list(ids))  # fmt: skip
-            return {r["investigation"]: bool(r["correct"]) for r in rows}
+        rows = self._db.query(f"select investigation, correct from feedback where investigation in ({_marks(ids)}) "
+                              "order by id", list(ids))  # fmt: skip
+        return {r["investigation"]: bool(r["correct"]) for r in rows}
 
     def add_question(self, investigation: str, *, user: str, question: str, answer: str) -> None:
         row = {"investigation": investigation, "created": time.time(), "user": user, "question": question[:4000],
                "answer": answer[:8000]}  # fmt: skip
-        with self._write():
-            self._db["questions"].insert(row)  # type: ignore[union-attr]
+        self._db.insert("questions", row)
 
     def questions(self, investigation: str) -> list[tuple[str, str]]:
-        with self._lock:
-            rows = list(self._db["questions"].rows_where("investigation = ?", [investigation], order_by="id"))  # type: ignore[union-attr]
+        rows = self._db.query("select question, answer from questions where investigation = ? order by id", [investigation])
         return [(r["question"], r["answer"]) for r in rows]
 
 

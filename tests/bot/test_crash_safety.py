@@ -108,8 +108,8 @@ def test_sigkill_then_resume_and_sigterm_finishes(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from rca.star.memory import Pattern, RepairRecord
-from storage.repair_memory import SqliteRepairMemory
-memory = SqliteRepairMemory(sys.argv[1])
+from storage.repair_memory import SqlRepairMemory
+memory = SqlRepairMemory(sys.argv[1])
 for i in range(100000):
     memory.remember(RepairRecord(Pattern("cpu", "metrics", i % 5, i % 7), "analysis_structure", f"p{i}", 0.1))
     print(i + 1, flush=True)

@@ -92,15 +92,15 @@ def _replica(db: str, start: float, slots: int, out: str, go: Any) -> None:
             now += 15
 
 
-def test_two_processes_sharing_the_database_post_once_per_slot(tmp_path: Path) -> None:
-    db, start, slots = tmp_path / "bot.db", parse_timestamp("2026-11-30T08:59:30Z"), 40
+def test_two_processes_sharing_the_database_post_once_per_slot(record: str, tmp_path: Path) -> None:
+    db, start, slots = record, parse_timestamp("2026-11-30T08:59:30Z"), 40
     schedule = SummarySchedule(db, next_run)
     for channel in ("C0A", "C0B", "C0C"):
         schedule.subscribe(channel, cron="* * * * *", tz="UTC", user="U1", now=start)  # every minute
     context = multiprocessing.get_context("fork")  # two processes, each with its own connection
     go = context.Event()
     outs = [tmp_path / f"posts-{i}.txt" for i in range(2)]
-    procs = [context.Process(target=_replica, args=(str(db), start, slots, str(out), go)) for out in outs]
+    procs = [context.Process(target=_replica, args=(db, start, slots, str(out), go)) for out in outs]
     for p in procs:
         p.start()
     go.set()

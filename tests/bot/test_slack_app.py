@@ -36,8 +36,9 @@ async def running(tmp: Path, slice_: Path, *, settings_: dict[str, Any] | None =
                   **standin: Any) -> AsyncIterator[tuple[Bot, SlackStandIn, str]]:  # fmt: skip
     slack = SlackStandIn(**standin)
     await slack.start()
-    settings = Settings(bot_token=slack.token, signing_secret=SECRET, api_url=slack.api_url, db=tmp / "rcabot.db",
-                        data=slice_, now=parse_timestamp("2023-01-29T13:36:00Z"), workers=1, **(settings_ or {}))  # fmt: skip
+    chosen = {"db": tmp / "rcabot.db", **(settings_ or {})}
+    settings = Settings(bot_token=slack.token, signing_secret=SECRET, api_url=slack.api_url,
+                        data=slice_, now=parse_timestamp("2023-01-29T13:36:00Z"), workers=1, **chosen)  # fmt: skip
     bot = build_bot(settings, stream_interval=0.2)
     port = port or free_port()
     runner = await start_http(bot, host="127.0.0.1", port=port)

@@ -9,10 +9,15 @@ TRACE = {"decision_report": {"ranking": [{"service": "db", "fault_type": "cpu", 
 AUDIT = {"score": 0.91, "route": "accept", "blamed_stage": None}
 
 
-def test_lifecycle_survives_reopening(tmp_path: Path) -> None:
+def test_a_new_sqlite_file_is_owner_only(tmp_path: Path) -> None:
     path = tmp_path / "bot.db"
-    store = Store(path)
+    Store(path).close()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_lifecycle_survives_reopening(record: str) -> None:
+    path = record
+    store = Store(path)
     store.start(id="inv-1", service="api", window=(0.0, 60.0), channel="C1", user="U1", engine="lats")
     store.set_thread("inv-1", parent_ts="1.1", thread_ts="1.1")
     store.finish("inv-1", trace=TRACE, audit=AUDIT)
@@ -34,16 +39,16 @@ def test_lifecycle_survives_reopening(tmp_path: Path) -> None:
     again.close()
 
 
-def test_a_delivery_is_taken_once(tmp_path: Path) -> None:
-    store = Store(tmp_path / "bot.db")
+def test_a_delivery_is_taken_once(record: str) -> None:
+    store = Store(record)
     assert store.first_delivery("Ev123")
     assert not store.first_delivery("Ev123")
     assert store.first_delivery("Ev124")
     store.close()
 
 
-def test_similar_finds_earlier_same_verdicts(tmp_path: Path) -> None:
-    store = Store(tmp_path / "bot.db")
+def test_similar_finds_earlier_same_verdicts(record: str) -> None:
+    store = Store(record)
     for i in range(3):
         store.start(id=f"inv-{i}", service="api", window=(0.0, 60.0), channel="C1", user="U1", engine="lats")
         store.finish(f"inv-{i}", trace=TRACE, audit=AUDIT)
@@ -61,10 +66,10 @@ def test_similar_finds_earlier_same_verdicts(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_channel_sees_only_its_own_investigations(tmp_path: Path) -> None:
+def test_a_channel_sees_only_its_own_investigations(record: str) -> None:
     """A private channel's investigation is never shown in another channel: not in its list of
     the day, not as "seen before" with the same verdict."""
-    store = Store(tmp_path / "bot.db")
+    store = Store(record)
     store.start(id="private", service="api", window=(0.0, 60.0), channel="G0PRIVATE", user="U1", engine="lats")
     store.finish("private", trace=TRACE, audit=AUDIT)
     store.start(id="public", service="api", window=(0.0, 60.0), channel="C0PUBLIC", user="U2", engine="lats")

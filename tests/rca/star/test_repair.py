@@ -16,7 +16,7 @@ from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
 from rca.star.repair import InsufficientEvidenceException, RepairConfig, check_feasible, repair
 from rca.trace import Trace, from_json
-from storage.repair_memory import SqliteRepairMemory
+from storage.repair_memory import SqlRepairMemory
 from tests.rca.star.test_audit import VIOLATIONS, _clean
 
 
@@ -120,12 +120,12 @@ def test_budget_spent_gives_a_verification_first_report(setup: tuple[Trace, Repa
 def test_memory_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     record = RepairRecord(Pattern("cpu", "logs+metrics+traces", 2, 3), "analysis_structure", "require_evidence", 0.12)
-    mem = SqliteRepairMemory(path)
+    mem = SqlRepairMemory(path)
     mem.remember(record)
     mem.remember(replace(record, pattern=Pattern("exception", "logs", 1, 1)))
     mem.close()
     assert oct(os.stat(path).st_mode & 0o777) == "0o600"
-    again = SqliteRepairMemory(path)
+    again = SqlRepairMemory(path)
     assert list(again.similar(Pattern("cpu", "logs+metrics+traces", 3, 3))) == [record]
     assert list(again.similar(Pattern("memory", "metrics", 3, 3))) == []
     again.close()
