@@ -4,7 +4,9 @@ Full investigations of the labelled cases under PATH run through the real anthro
 against a local stand-in of the Messages API that answers with a scripted model (following
 the engine's priors) and counts tokens from the requests, with prompt caching as the API
 does it. Reports calls and input / cache-write / cache-read / output tokens per investigation
-against the issue's bound (20 calls, 60K tokens) and the paper's 53.1 calls and 156K tokens.
+against the issue's bound (20 calls, 60K tokens) and the paper's 53.1 calls and 156K tokens,
+per phase (proposal, reflection, handoff, decision), and how many investigations said their
+model budget was spent (only a budget too small for the verdict's own call is).
 
     .venv/bin/python -m bench.claude_cost ../shared/datasets [--match TEXT]
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from bot.terminal import ProgressBar
 from rca.engines import build_engine
+from rca.reasoners import PHASES
 from rca.reasoners.claude import ClaudeConfig, ClaudeReasoner
 from rca.sources.datasets import find_cases
 from tests.rca.reasoners.anthropic_standin import MessagesStandIn
@@ -29,6 +32,8 @@ async def main(path: Path, match: str) -> int:
     api = MessagesStandIn()
     await api.start()
     rows = []
+    phases: dict[str, list[tuple[int, int]]] = {p: [] for p in PHASES[:4]}
+    partial = 0
     progress = ProgressBar()
     try:
         claude = ClaudeReasoner(ClaudeConfig(api_key=api.api_key, base_url=api.base_url))
@@ -38,6 +43,10 @@ async def main(path: Path, match: str) -> int:
             c = d.cost
             hit = bool(d.ranking) and d.ranking[0].service == case.label.service
             rows.append((c.llm_calls, c.llm_input_tokens, c.llm_cached_tokens, c.llm_output_tokens, hit))
+            spent = {p: (calls, tokens) for p, calls, tokens in c.llm_phases}
+            for p in phases:
+                phases[p].append(spent.get(p, (0, 0)))
+            partial += any("model budget spent" in m for m in d.missing)
             progress(i, len(cases), case.id)
     finally:
         await api.stop()
@@ -51,6 +60,10 @@ async def main(path: Path, match: str) -> int:
     print(f"tokens per investigation: mean {statistics.mean(total):,.0f}  max {max(total):,}   (bound 60,000; paper 156,000)")
     print(f"  of which input {statistics.mean(r[1] for r in rows):,.0f}, cache reads {statistics.mean(r[2] for r in rows):,.0f}, "
           f"output {statistics.mean(r[3] for r in rows):,.0f} (means)")  # fmt: skip
+    print("per phase (means per investigation; handoff summaries are written offline):")
+    for p, spent in phases.items():
+        print(f"  {p:<11} calls {statistics.mean(c for c, _ in spent):5.1f}   tokens {statistics.mean(t for _, t in spent):8,.0f}")
+    print(f"investigations reporting a spent model budget: {partial} of {len(rows)}")
     print(f"AC@1 with the scripted model: {sum(r[4] for r in rows) / len(rows):.3f}")
     return 0 if max(calls) <= 20 and max(total) <= 60_000 else 1
 

@@ -278,6 +278,7 @@ class Cost:
     llm_output_tokens: int = 0
     llm_cached_tokens: int = 0
     reads: int = 0  # telemetry reads, as a read budget counts them (rca.evidence.toolbox.Toolbox.cost)
+    llm_phases: tuple[tuple[str, int, int], ...] = ()  # (phase, calls, tokens): where the model was used
 
     @property
     def llm_tokens(self) -> int:

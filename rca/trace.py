@@ -222,7 +222,8 @@ def to_json(trace: Trace) -> dict[str, Any]:
                  "hypotheses": trace.cost.hypotheses, "evidence_items": trace.cost.evidence_items,
                  "llm_calls": trace.cost.llm_calls, "llm_input_tokens": trace.cost.llm_input_tokens,
                  "llm_output_tokens": trace.cost.llm_output_tokens,
-                 "llm_cached_tokens": trace.cost.llm_cached_tokens, "reads": trace.cost.reads},
+                 "llm_cached_tokens": trace.cost.llm_cached_tokens, "reads": trace.cost.reads,
+                 "llm_phases": {phase: {"calls": calls, "tokens": tokens} for phase, calls, tokens in trace.cost.llm_phases}},
     }  # fmt: skip
     jsonschema.validate(doc, schema())
     return doc
@@ -273,6 +274,8 @@ def from_json(doc: dict[str, Any]) -> Trace:
 
 
 def cost_from_json(c: dict[str, Any]) -> Cost:
-    """A trace's cost section (`reads` is absent from traces written before it was counted)."""
+    """A trace's cost section (`reads` and `llm_phases` are absent from traces written before
+    they were counted)."""
+    phases = tuple((str(k), int(v["calls"]), int(v["tokens"])) for k, v in c.get("llm_phases", {}).items())
     return Cost(c["seconds"], c["iterations"], c["hypotheses"], c["evidence_items"], c["llm_calls"],
-                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"], c.get("reads", 0))  # fmt: skip
+                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"], c.get("reads", 0), phases)  # fmt: skip

@@ -13,6 +13,8 @@ from typing import Protocol
 from rca.search.actions import Action
 from rca.search.state import Decision, DiagnosticState, Reflection, Step
 
+PHASES = ("proposal", "reflection", "handoff", "decision", "repair", "question")
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -21,6 +23,7 @@ class Usage:
     output_tokens: int = 0
     cached_tokens: int = 0
     notes: tuple[str, ...] = ()  # what did not go as planned (a fallback, a spent budget)
+    phases: tuple[tuple[str, int, int], ...] = ()  # (phase, calls, tokens) of the phases that called
 
 
 class Reasoner(Protocol):

@@ -4,8 +4,13 @@ anthropic SDK, cheaper than the paper by design and safe with untrusted telemetr
 Cost: all N candidate actions come from one call, all reflections of an expansion from one
 call; the system prompt and the tool definitions are identical on every call and marked for
 prompt caching; the model sees compact summaries (top hypotheses, the strongest evidence,
-clipped and redacted), never raw telemetry; a per-investigation budget of calls and tokens
-hands the rest of the search to the offline reasoner.
+clipped and redacted), never raw telemetry. The per-investigation budget of calls and tokens
+is planned: the verdict's call (the largest decision payload the caps allow) is set aside
+first, the search's proposals and reflections spend the rest, and once they have, the offline
+reasoner takes the remaining search steps as planned, not as a shortfall. Only a budget too
+small for the verdict itself is reported as spent. Calls and tokens are counted per phase
+(proposal, reflection, handoff, decision, and repair and question outside a search); handoff
+summaries are written offline.
 
 Safety: telemetry travels only inside a <telemetry_data> JSON block (with `<` and `>` escaped,
 so no text can close it); the model can only pick among offered action ids and cited evidence
@@ -26,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import jsonschema
 
-from rca.reasoners import Usage
+from rca.reasoners import PHASES, Usage
 from rca.reasoners.offline import OfflineReasoner
 from rca.redact import redact
 from rca.search.actions import Action
@@ -43,6 +48,8 @@ SYSTEM = (resources.files("rca.reasoners") / "prompts" / "system.md").read_text(
 MAX_ACTIONS = 15  # offered per proposal
 MAX_EVIDENCE = 12  # shown per state
 DETAIL_CHARS = 160
+DECISION_HYPOTHESES = 5  # judged by the verdict's call
+DECISION_EVIDENCE = 3  # shown per judged hypothesis
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +99,11 @@ TOOLS[-1] = {**TOOLS[-1], "cache_control": {"type": "ephemeral"}}  # caches the 
 _SCHEMAS = {t["name"]: t["input_schema"] for t in TOOLS}
 
 
+_PHASE_OF = {"propose_actions": "proposal", "score_reflections": "reflection", "judge_decision": "decision",
+             "choose_patches": "repair", "answer_question": "question"}  # fmt: skip
+_SEARCH = frozenset({"propose_actions", "score_reflections"})  # what may fall back to plan, not to shortage
+
+
 class InvalidAnswer(ValueError):
     """A model answer that parsed but names something the engine did not offer."""
 
@@ -105,6 +117,7 @@ class ClaudeReasoner:
         self._client = client
         self.offline = offline or OfflineReasoner()
         self._usage = Usage()
+        self._phases: dict[str, list[int]] = {}  # phase -> [calls, tokens]
         self._notes: dict[str, int] = {}
         self._failures = 0
 
@@ -120,8 +133,9 @@ class ClaudeReasoner:
 
     def usage(self) -> Usage:
         notes = tuple(f"{n} ({k}x)" if k > 1 else n for n, k in self._notes.items())
+        phases = tuple((p, *self._phases[p]) for p in PHASES if p in self._phases)
         return Usage(self._usage.calls, self._usage.input_tokens, self._usage.output_tokens,
-                     self._usage.cached_tokens, notes)  # fmt: skip
+                     self._usage.cached_tokens, notes, phases)  # type: ignore[arg-type]  # fmt: skip
 
     # -- the three roles ---------------------------------------------------------------------
     async def propose(self, state: DiagnosticState, *, n: int, seed: int) -> list[Action]:
@@ -166,11 +180,12 @@ class ClaudeReasoner:
         engine = await self.offline.decide(state)
         if not state.hypotheses:
             return engine
-        top = state.hypotheses[:5]
+        top = state.hypotheses[:DECISION_HYPOTHESES]
         by_id = {ev.id: ev for ev in state.evidence}
         data = {"symptom": state.symptom, "hypotheses": [
             {**_hypothesis(h), "id": h.id,
-             "evidence": [_evidence(by_id[i]) for i in h.evidence[:3] if i in by_id]} for h in top]}  # fmt: skip
+             "evidence": [_evidence(by_id[i]) for i in h.evidence[:DECISION_EVIDENCE] if i in by_id]}
+            for h in top]}  # fmt: skip
 
         def parse(answer: dict[str, Any]) -> tuple[str, str]:
             if answer["lead"] not in {h.id for h in top}:
@@ -229,10 +244,14 @@ class ClaudeReasoner:
             return None
         content = f"{instruction}\n\n<telemetry_data>\n{_data_block(data)}\n</telemetry_data>"
         messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
+        phase = _PHASE_OF[tool]
         for attempt in (1, 2):
+            if tool in _SEARCH and not self._affordable(content, keep=_decision_reserve(self.config)):
+                return None  # as planned: the rest of the budget is the verdict's
             if not self._affordable(content):
-                self._note(f"model budget spent ({self.config.max_calls} calls / {self.config.max_tokens} tokens): "
-                           "the offline reasoner finished the search")  # fmt: skip
+                if tool not in _SEARCH:
+                    self._note(f"model budget spent ({self.config.max_calls} calls / {self.config.max_tokens} tokens) "
+                               f"before the {phase}: the offline reasoner took it")  # fmt: skip
                 return None
             import anthropic
 
@@ -246,7 +265,7 @@ class ClaudeReasoner:
                 self._failures += 1
                 self._note(f"model unavailable ({_reason(exc)}): the offline reasoner took those steps")
                 return None
-            self._count(response.usage)
+            self._count(response.usage, phase)
             block = next((b for b in response.content if b.type == "tool_use" and b.name == tool), None)
             try:
                 if block is None:
@@ -272,20 +291,45 @@ class ClaudeReasoner:
                                                     max_retries=self.config.max_retries, timeout=self.config.timeout)  # fmt: skip
         return self._client
 
-    def _affordable(self, content: str) -> bool:
+    def _affordable(self, content: str, keep: tuple[int, int] = (0, 0)) -> bool:
+        """Whether one more call with this content fits the budget, with `keep` (calls, tokens)
+        still left after it."""
         used = self._usage.input_tokens + self._usage.output_tokens + self._usage.cached_tokens
-        estimate = len(SYSTEM) // 4 + 700 + len(content) // 3 + self.config.response_tokens // 4
-        return self._usage.calls < self.config.max_calls and used + estimate <= self.config.max_tokens
+        calls, tokens = keep
+        return (self._usage.calls + 1 + calls <= self.config.max_calls
+                and used + _estimate(len(content), self.config) + tokens <= self.config.max_tokens)  # fmt: skip
 
-    def _count(self, usage: Any) -> None:
+    def _count(self, usage: Any, phase: str) -> None:
         cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
         cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
         u = self._usage
         self._usage = Usage(u.calls + 1, u.input_tokens + int(usage.input_tokens) + cache_write,
                             u.output_tokens + int(usage.output_tokens), u.cached_tokens + cache_read)  # fmt: skip
+        spent = self._phases.setdefault(phase, [0, 0])
+        spent[0] += 1
+        spent[1] += int(usage.input_tokens) + cache_write + cache_read + int(usage.output_tokens)
 
     def _note(self, text: str) -> None:
         self._notes[text] = self._notes.get(text, 0) + 1
+
+
+def _estimate(content_chars: int, config: ClaudeConfig) -> int:
+    """Tokens one call may cost: the system prompt and tools, the content, the answer."""
+    return len(SYSTEM) // 4 + 700 + content_chars // 3 + config.response_tokens // 4
+
+
+def _decision_reserve(config: ClaudeConfig) -> tuple[int, int]:
+    """Calls and tokens the verdict's call needs at most: the largest decision payload the caps
+    allow (each judged hypothesis with its evidence, each item's detail clipped)."""
+    item = len(json.dumps(_evidence_shape())) + DETAIL_CHARS
+    hypothesis = 120 + DECISION_EVIDENCE * item
+    return 1, _estimate(200 + DECISION_HYPOTHESES * hypothesis, config)
+
+
+def _evidence_shape() -> dict[str, Any]:
+    """An evidence item as the model sees it, with its longest values but an empty detail."""
+    return {"id": "ev-99999", "entity": "x" * 60, "modality": "metrics", "score": 10000.0,
+            "onset": 1_700_000_000.0, "detail": ""}  # fmt: skip
 
 
 def _reason(exc: Exception) -> str:

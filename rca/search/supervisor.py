@@ -175,5 +175,6 @@ def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine:
         hypotheses=len(shared.seen_hypotheses), evidence_items=len(shared.registry),
         llm_calls=usage.calls, llm_input_tokens=usage.input_tokens,
         llm_output_tokens=usage.output_tokens, llm_cached_tokens=usage.cached_tokens, reads=toolbox.reads,
+        llm_phases=usage.phases,
     )  # fmt: skip
     return Trace(incident.id, incident.symptom, engine, ep, hyps, chains, decision, cost)

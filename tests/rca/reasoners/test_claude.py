@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import pytest
 
 from rca.engines import build_engine
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
@@ -201,10 +202,40 @@ def test_a_whole_investigation_within_budget(nezha_slice: Path) -> None:
         assert 1 <= cost.llm_calls <= 20 and cost.llm_calls == len(api.requests)
         assert cost.llm_input_tokens + cost.llm_output_tokens + cost.llm_cached_tokens <= 60_000
         assert cost.llm_cached_tokens > 0
-        assert any("budget spent" in m for m in diagnosis.missing)  # the offline reasoner finished
+        # the budget is planned: the search spends what the verdict does not need, and the
+        # verdict is the model's; nothing is reported missing for it
+        assert api.requests[-1]["tool_choice"]["name"] == "judge_decision"
+        assert not any("budget" in m for m in diagnosis.missing)
+        phases = {p: (calls, tokens) for p, calls, tokens in cost.llm_phases}
+        assert phases["decision"][0] == 1 and phases["proposal"][0] >= 1 and phases["reflection"][0] >= 1
+        assert sum(c for c, _ in phases.values()) == cost.llm_calls
+        assert sum(t for _, t in phases.values()) == cost.llm_input_tokens + cost.llm_output_tokens + cost.llm_cached_tokens
         assert diagnosis.ranking
+        doc = diagnosis.trace
+        assert doc is not None and doc["cost"]["llm_phases"]["decision"]["calls"] == 1  # type: ignore[index]
 
     with_standin(test)
+
+
+@pytest.mark.parametrize(("calls", "tokens"), [(3, 60_000), (20, 9_000)])
+def test_a_small_budget_still_keeps_the_verdicts_call(nezha_slice: Path, calls: int, tokens: int) -> None:
+    async def test(api: MessagesStandIn, claude: ClaudeReasoner) -> None:
+        diagnosis = await build_engine("lats", reasoner=claude).investigate(find_cases(nezha_slice)[0].incident)
+        assert len(api.requests) <= calls and api.requests[-1]["tool_choice"]["name"] == "judge_decision"
+        c = diagnosis.cost
+        assert c.llm_input_tokens + c.llm_output_tokens + c.llm_cached_tokens <= tokens
+        assert not any("budget" in m for m in diagnosis.missing)
+
+    with_standin(test, max_calls=calls, max_tokens=tokens)
+
+
+def test_a_budget_too_small_for_the_verdict_is_said(nezha_slice: Path) -> None:
+    async def test(api: MessagesStandIn, claude: ClaudeReasoner) -> None:
+        diagnosis = await build_engine("lats", reasoner=claude).investigate(find_cases(nezha_slice)[0].incident)
+        assert not api.requests and diagnosis.ranking  # the offline reasoner did everything
+        assert any("model budget spent" in m and "decision" in m for m in diagnosis.missing)
+
+    with_standin(test, max_calls=0)
 
 
 def test_stage_critic_orders_the_offered_patches() -> None:
