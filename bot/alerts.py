@@ -20,6 +20,7 @@ import asyncio
 import logging
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,12 +125,36 @@ class Alerts:
         self._fold_locks: dict[str, asyncio.Lock] = {}
         self._seen: dict[str, set[str]] = {}  # group key -> fingerprints already told in its thread
         self._tasks: set[asyncio.Task[None]] = set()
+        self._pending: dict[str, deque[Notification]] = {}  # group key -> notifications not yet handled
 
     def take(self, n: Notification) -> None:
-        """Handle a notification in the background (the webhook has already answered)."""
-        task = asyncio.create_task(self._handle(n))
+        """Handle a notification in the background (the webhook has already answered). One
+        group's notifications are handled one after another, in the order they came (a
+        resolution never overtakes the firing it ends), by one task per group."""
+        waiting = self._pending.get(n.group_key)
+        if waiting is not None:  # that group's task takes it next
+            waiting.append(n)
+            return
+        self._pending[n.group_key] = deque([n])
+        task = asyncio.create_task(self._group(n.group_key))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _group(self, key: str) -> None:
+        waiting = self._pending[key]
+        try:
+            while waiting:
+                n = waiting.popleft()
+                # each notification carries all of its group's current alerts, so a later firing one
+                # supersedes those still waiting: the thread hears the latest once, the count keeps all
+                superseded = 0
+                while key in self._seen and n.status == "firing" and waiting and waiting[0].status == "firing":
+                    n, superseded = waiting.popleft(), superseded + 1
+                if superseded:
+                    await asyncio.to_thread(self.store.notified, key, superseded)
+                await self._handle(n)
+        finally:
+            del self._pending[key]
 
     async def drain(self) -> None:
         """Until every notification taken is handled and every investigation it started is done."""

@@ -65,8 +65,8 @@ class AlertStore:
         self._db.execute(f"update {GROUPS} set thread_ts = ?, investigation = ? where key = ?",
                          [thread_ts, investigation, key])  # fmt: skip
 
-    def notified(self, key: str) -> None:
-        self._db.execute(f"update {GROUPS} set notifications = notifications + 1 where key = ?", [key])
+    def notified(self, key: str, times: int = 1) -> None:
+        self._db.execute(f"update {GROUPS} set notifications = notifications + ? where key = ?", [times, key])
 
     def fold(self, key: str) -> None:
         """The group opened no thread of its own: it is counted in its channel's "more alerts" line."""
