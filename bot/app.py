@@ -30,6 +30,7 @@ from bot.alerts import Alerts, load_routes
 from bot.config import Settings, require_slack
 from bot.desk import Desk
 from bot.front import SlackFront
+from bot.jobs import JobQueue
 from bot.runbooks import load_runbooks
 from bot.telemetry import Telemetry, telemetry_from
 from handlers import actions, commands, events
@@ -94,9 +95,10 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
         schedule.subscribe(settings.summary_channel, cron=settings.summary_cron, tz=settings.summary_tz, user="",
                            keep=True)  # fmt: skip
     telemetry = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
+    queue = JobQueue(settings.queue) if settings.queue else None
     desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
                 reasoner=settings.build_reasoner(), time_budget=settings.time_budget,
-                read_budget=settings.read_budget)  # fmt: skip
+                read_budget=settings.read_budget, queue=queue)  # fmt: skip
     alert_store = AlertStore(settings.db)
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,

@@ -175,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("rules", help="the scoring rules, each with its principle (for --ablate rule:NAME)")
 
     sub.add_parser("serve", help="run the Slack app (settings from the environment, see .env.example)")
+    sub.add_parser("worker", help="run investigations from the job queue (RCABOT_QUEUE), for `serve` replicas")
 
     sn = sub.add_parser("snapshot", help="save what an investigation reads from live backends, to replay later")
     sn.add_argument("service", help="where the symptom shows")
@@ -237,6 +238,8 @@ async def _run(args: argparse.Namespace) -> int:
 
         await serve(read_settings())
         return 0
+    if args.command == "worker":
+        return await _worker()
     if args.command == "console":
         return await _console(args)
     if args.command == "snapshot":
@@ -250,6 +253,20 @@ async def _run(args: argparse.Namespace) -> int:
     if args.command == "backfill-prometheus":
         return await _backfill(args)
     raise AssertionError(args.command)
+
+
+async def _worker() -> int:
+    from bot.jobs import worker  # the queue's client: only for `worker`
+
+    w = worker(read_settings())
+    print(f"rcabot worker: {w.max_jobs} investigation(s) at a time from the job queue", file=sys.stderr, flush=True)
+    try:
+        await w.async_run()
+    except asyncio.CancelledError:  # SIGTERM / SIGINT: arq lets running jobs finish, then stops
+        pass
+    finally:
+        await w.close()
+    return 0
 
 
 def _cases(path: Path) -> int:

@@ -52,6 +52,8 @@ class Settings:
     alert_basic: str = ""  # "user:password" for HTTP basic auth; neither: no alert webhook
     alert_routes: Path | None = None  # YAML: label matchers -> channel and service label
     alert_threads_per_minute: int = 10  # new investigation threads alerts may open per channel a minute
+    queue: str = field(default="", repr=False)  # a redis:// URL: investigations run as jobs (bot.jobs)
+    job_timeout: float | None = None  # seconds one attempt may take (default: time_budget + 60)
 
     def claude(self) -> ClaudeConfig:
         return ClaudeConfig(model=self.model, api_key=self.anthropic_api_key or None,
@@ -69,6 +71,13 @@ class Settings:
     @property
     def socket_mode(self) -> bool:
         return bool(self.app_token)
+
+
+def _queue(url: str) -> str:
+    """RCABOT_QUEUE: empty (investigations run in this process) or a Redis URL."""
+    if url and not url.startswith(("redis://", "rediss://", "unix://")):
+        raise InputError("RCABOT_QUEUE: expected a redis:// (or rediss://) URL of the job queue")
+    return url
 
 
 def read_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -129,6 +138,8 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         alert_basic=_basic(text("RCABOT_ALERT_BASIC")),
         alert_routes=_path(text("RCABOT_ALERT_ROUTES")),
         alert_threads_per_minute=number("RCABOT_ALERT_THREADS_PER_MINUTE", 10, low=1, high=1000),
+        queue=_queue(text("RCABOT_QUEUE")),
+        job_timeout=float(number("RCABOT_JOB_TIMEOUT", 0, low=0, high=7200)) or None,
         live=LiveConfig(
             prometheus_url=check_url("PROMETHEUS_URL", text("PROMETHEUS_URL")),
             prom_mapping=_path(text("RCABOT_PROM_MAPPING")),

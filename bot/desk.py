@@ -18,12 +18,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from redis.exceptions import RedisError
 
 from bot.charts import signal_chart
+from bot.jobs import JobLost, JobQueue
 from bot.telemetry import Telemetry
 from rca.engines import build_engine
 from rca.engines.lats import SearchEngine
-from rca.errors import InputError
+from rca.errors import InputError, RcaError
 from rca.evidence.toolbox import Toolbox
 from rca.explain import Answer, ChartRequest, answer, entities_of, grounding, parse_question
 from rca.model import Incident, Modality, Window
@@ -113,7 +115,7 @@ class Desk:
     def __init__(self, *, telemetry: Telemetry, store: Store, memory: RepairMemory | None = None,
                  engine: str = "lats", workers: int = 2, reasoner: Reasoner | None = None,
                  time_budget: float | None = None, read_budget: int | None = None,
-                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+                 clock: Callable[[], float] = time.time, queue: JobQueue | None = None) -> None:  # fmt: skip
         if not isinstance(build_engine(engine), SearchEngine):  # a bad name fails now, not on the first /rca
             raise InputError(f"engine {engine!r} gives no four-stage trace; the bot needs lats, linear or linear-multi")
         self.telemetry = telemetry
@@ -125,6 +127,7 @@ class Desk:
         self.read_budget = read_budget
         self.clock = clock
         self.workers = workers
+        self.queue = queue  # set: investigations run as jobs on worker processes (bot.jobs)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rca-worker")
         self._slots = asyncio.Semaphore(workers)
         self._running: dict[str, Run] = {}
@@ -132,7 +135,7 @@ class Desk:
         self._incidents: dict[str, Incident] = {}  # recent investigations' incidents, by id
         self._contexts: dict[str, AuditContext] = {}  # their audit contexts, by incident id
 
-    def close(self) -> None:
+    def close(self) -> None:  # the job queue's connections close with the loop that made them
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- starting ----------------------------------------------------------------------------
@@ -182,7 +185,12 @@ class Desk:
     # -- investigating -----------------------------------------------------------------------
     async def investigate(self, run: Run) -> AsyncIterator[Event]:
         """The run's progress events as the engine produces them, ending with Finished; the
-        trace and its audit are stored before Finished is yielded."""
+        trace and its audit are stored before Finished is yielded (by the worker, when a job
+        queue runs it)."""
+        if self.queue is not None:
+            async for event in self._queued(run):
+                yield event
+            return
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
 
@@ -219,6 +227,25 @@ class Desk:
         except BaseException as exc:
             await asyncio.to_thread(self.store.fail, run.id, f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            self._running.pop(run.id, None)
+
+    async def _queued(self, run: Run) -> AsyncIterator[Event]:
+        """The run as a job: enqueued, then its progress stream read in order."""
+        assert self.queue is not None
+        try:
+            await self.queue.enqueue(run.id, alert_time=run.incident.alert_time)
+            async for p in self.queue.progress(run.id):
+                if p.error:
+                    raise RcaError(p.error)
+                if p.event is not None:
+                    yield p.event
+        except JobLost as exc:
+            await asyncio.to_thread(self.store.fail, run.id, str(exc))
+            raise
+        except (OSError, RedisError) as exc:  # the queue cannot be reached: said, and recorded
+            await asyncio.to_thread(self.store.fail, run.id, f"job queue unavailable: {exc}")
+            raise RcaError(f"the job queue is unavailable ({type(exc).__name__}); run the command again") from exc
         finally:
             self._running.pop(run.id, None)
 

@@ -19,6 +19,7 @@ from rca.search.events import (
     Handoff,
     HypothesesRanked,
     IterationStarted,
+    Restarted,
 )
 
 AGENT = {"metric": "📈 metrics", "log": "📜 logs", "trace": "🧵 traces"}
@@ -75,6 +76,9 @@ class Narrator:
                                     f"{AGENT.get(str(event.target), str(event.target))}: {_clip(_METER.sub('', event.reason), 100)}"]  # fmt: skip
         if isinstance(event, Finished):
             return [*self._flush(), f"✅ {_clip(event.summary, 200)}"]
+        if isinstance(event, Restarted):
+            self._turn, self._lead = _Turn(), None  # what the stopped run read is read again
+            return [f"↻ restarted (attempt {event.attempt}): {_clip(event.reason, 160)}"]
         return []
 
     def _flush(self) -> list[str]:

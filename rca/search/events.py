@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from rca.search.actions import AgentKind
 
@@ -59,4 +59,40 @@ class Finished:
     trace: dict[str, object]
 
 
-Event = IterationStarted | ActionTaken | EvidenceFound | HypothesesRanked | Handoff | Finished
+@dataclass(frozen=True, slots=True)
+class Restarted:
+    """The investigation started over: the process running it stopped and another took it up."""
+
+    attempt: int
+    reason: str
+
+
+Event = IterationStarted | ActionTaken | EvidenceFound | HypothesesRanked | Handoff | Finished | Restarted
+
+_KINDS: dict[str, type] = {c.__name__: c for c in (IterationStarted, ActionTaken, EvidenceFound, HypothesesRanked,
+                                                   Handoff, Finished, Restarted)}  # fmt: skip
+
+
+def event_to_json(event: Event) -> dict[str, object]:
+    """An event as plain JSON, for a progress stream between processes."""
+    doc: dict[str, object] = {"kind": type(event).__name__}
+    for f in fields(event):
+        value = getattr(event, f.name)
+        doc[f.name] = value.value if isinstance(value, AgentKind) else value
+    return doc
+
+
+def event_from_json(doc: dict[str, object]) -> Event:
+    """The event `event_to_json` wrote; ValueError for anything else."""
+    kind = _KINDS.get(str(doc.get("kind")))
+    if kind is None:
+        raise ValueError(f"not a progress event: {str(doc.get('kind'))[:40]!r}")
+    values = {}
+    for f in fields(kind):
+        value = doc[f.name]
+        if f.name in ("agent", "source", "target"):
+            value = AgentKind(str(value))
+        elif f.name == "top":
+            value = tuple(tuple(item) for item in value)  # type: ignore[attr-defined]
+        values[f.name] = value
+    return kind(**values)  # type: ignore[no-any-return]

@@ -1,0 +1,177 @@
+"""Investigations as jobs on a queue, for bots that outgrow one process: arq on Redis.
+
+With `RCABOT_QUEUE` set to a redis:// URL, `rcabot serve` records a run (in the shared record,
+storage.database) and enqueues it; `rcabot worker`, on this machine or another, takes it,
+investigates, stores the trace and its audit, and publishes every progress event to the run's
+Redis stream. The replica that holds the Slack thread reads that stream from its start, in
+order, and narrates it as it would an investigation of its own.
+
+- A worker killed mid-investigation: arq hands the job to another worker once the first one's
+  in-progress mark lapses (the job's timeout plus ten seconds). The new attempt publishes
+  `Restarted` first, so the thread says so; the verdict is posted once, by the thread's
+  replica, when the stream says Finished.
+- A run already stored as done is not run again by a later attempt.
+- Redis here keeps its queue in memory: a Redis restart loses queued jobs and their streams.
+  That loss is detected: a relay that hears nothing for `STALL` seconds asks arq for the job,
+  and a job arq no longer knows ends the run as failed with that reason, in the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from arq import create_pool
+from arq.connections import ArqRedis, RedisSettings
+from arq.jobs import Job, JobStatus
+from arq.worker import Worker, func
+
+from bot.config import Settings
+from bot.telemetry import Telemetry, telemetry_from
+from rca.engines import build_engine
+from rca.engines.lats import SearchEngine
+from rca.errors import RcaError
+from rca.model import Window
+from rca.search.events import Event, Finished, Restarted, event_from_json, event_to_json
+from rca.star.audit import audit
+from rca.star.context import audit_context
+from rca.trace import from_json
+from storage.investigations import Store
+
+log = logging.getLogger("rcabot.jobs")
+QUEUE = "rcabot:investigations"
+STALL = 30.0  # seconds without progress before a relay asks whether its job still exists
+STREAM_TTL = 24 * 3600  # a finished run's stream is kept this long for a late reader
+MAX_TRIES = 3  # attempts of one investigation (a worker that dies takes one with it)
+
+
+class JobLost(RcaError):
+    """The queue no longer knows the job: Redis restarted, or the job expired unseen."""
+
+
+def events_key(run_id: str) -> str:
+    return f"rcabot:events:{run_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    attempt: int
+    event: Event | None = None
+    error: str = ""  # the investigation failed: why
+
+
+class JobQueue:
+    """The bot's side: enqueue a run, then follow its progress stream."""
+
+    def __init__(self, url: str, *, stall: float = STALL) -> None:
+        self.url = url
+        self.stall = stall
+        self._pool: ArqRedis | None = None
+
+    async def _redis(self) -> ArqRedis:
+        if self._pool is None:
+            self._pool = await create_pool(RedisSettings.from_dsn(self.url), default_queue_name=QUEUE)
+        return self._pool
+
+    async def enqueue(self, run_id: str, *, alert_time: float | None = None) -> None:
+        """Queue one investigation (a second enqueue of the same run id is ignored by arq)."""
+        await (await self._redis()).enqueue_job("investigate", run_id, alert_time, _job_id=run_id)
+
+    async def progress(self, run_id: str) -> AsyncIterator[Progress]:
+        """The run's progress from its first event, in order, until it finishes or fails."""
+        redis = await self._redis()
+        key, last = events_key(run_id), "0-0"
+        while True:
+            batch = await redis.xread({key: last}, count=100, block=int(self.stall * 1000))
+            if not batch:
+                status = await Job(run_id, redis, _queue_name=QUEUE).status()
+                if status is JobStatus.not_found:
+                    raise JobLost(f"the job queue no longer holds investigation {run_id} (was Redis restarted?); "
+                                  "run the command again")  # fmt: skip
+                continue
+            for entry, values in batch[0][1]:
+                last = entry.decode() if isinstance(entry, bytes) else str(entry)
+                doc = json.loads(values[b"doc"])
+                p = Progress(int(doc["attempt"]), event_from_json(doc["event"]) if doc.get("event") else None,
+                             str(doc.get("error", "")))  # fmt: skip
+                yield p
+                if p.error or isinstance(p.event, Finished):
+                    return
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
+
+
+# -- the worker's side -------------------------------------------------------------------------
+async def investigate(ctx: dict[str, Any], run_id: str, alert_time: float | None = None) -> str:
+    """One investigation, run by a worker: its events published, its trace and audit stored."""
+    store: Store = ctx["store"]
+    telemetry: Telemetry = ctx["telemetry"]
+    settings: Settings = ctx["settings"]
+    redis: ArqRedis = ctx["redis"]
+    attempt = int(ctx.get("job_try", 1))
+    key = events_key(run_id)
+
+    async def publish(**doc: Any) -> None:
+        await redis.xadd(key, {"doc": json.dumps({"attempt": attempt, **doc})})
+        await redis.expire(key, STREAM_TTL)
+
+    row = await asyncio.to_thread(store.investigation, run_id)
+    if row is None:
+        log.warning("job %s names no recorded investigation", run_id[:40])
+        return "unknown"
+    if row.status == "done":  # a retry after the verdict was stored: the thread has it already
+        await publish(event=event_to_json(Finished("already finished", row.trace or {})))
+        return "done"
+    if attempt > 1:
+        await publish(event=event_to_json(Restarted(attempt, "the worker running it stopped; another took it up")))
+    try:
+        incident = await telemetry.incident(row.service, Window(row.window_start, row.window_end))
+        if alert_time is not None and incident.window.start <= alert_time <= incident.window.end:
+            incident = dataclasses.replace(incident, alert_time=alert_time)
+        engine = build_engine(settings.engine, reasoner=settings.build_reasoner(), time_budget=settings.time_budget,
+                              read_budget=settings.read_budget)  # fmt: skip
+        assert isinstance(engine, SearchEngine)
+        async for event in engine.stream(incident):
+            if isinstance(event, Finished):
+                trace = dict(event.trace)
+                verdict = audit(from_json(trace), await audit_context(incident))
+                await asyncio.to_thread(store.finish, run_id, trace=trace, audit=verdict.to_json())
+            await publish(event=event_to_json(event))
+    except Exception as exc:  # the investigation's own failure: said in the thread, not retried
+        log.warning("investigation %s failed", run_id, exc_info=True)
+        await asyncio.to_thread(store.fail, run_id, f"{type(exc).__name__}: {exc}")
+        await publish(error=f"{type(exc).__name__}: {exc}"[:500])
+        return "failed"
+    return "done"
+
+
+def job_timeout(settings: Settings) -> float:
+    """How long one attempt may take: the search's own time budget, its audit and a margin."""
+    return settings.job_timeout or settings.time_budget + 60.0
+
+
+def worker(settings: Settings, *, telemetry: Telemetry | None = None) -> Worker:
+    """An arq worker running investigations from the queue, `settings.workers` at a time."""
+    if not settings.queue:
+        raise RcaError("rcabot worker needs RCABOT_QUEUE, the redis:// URL the bot enqueues to")
+    store = Store(settings.db)
+    tele = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
+
+    async def shutdown(ctx: dict[str, Any]) -> None:
+        store.close()
+
+    timeout = job_timeout(settings)
+    return Worker(
+        functions=[func(investigate, name="investigate", max_tries=MAX_TRIES, timeout=timeout)],
+        redis_settings=RedisSettings.from_dsn(settings.queue), queue_name=QUEUE, max_jobs=settings.workers,
+        job_timeout=timeout, keep_result=3600, on_shutdown=shutdown,
+        ctx={"store": store, "telemetry": tele, "settings": settings}, handle_signals=True,
+    )  # fmt: skip

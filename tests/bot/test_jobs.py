@@ -1,0 +1,171 @@
+"""Investigations as jobs: the real slack-bolt app enqueues on the machine's Redis (arq), a real
+`rcabot worker` process runs them against the shared PostgreSQL record, and the thread is
+narrated from the run's progress stream. A worker SIGKILLed mid-investigation is replaced and
+the thread says it restarted, with one verdict; a job the queue lost is said, not waited on.
+Without Redis or PostgreSQL these skip, except under CI, where they fail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.jobs import QUEUE, events_key
+from handlers.ids import REPAIR
+from rca.search.actions import AgentKind
+from rca.search.events import (
+    ActionTaken,
+    EvidenceFound,
+    Finished,
+    Handoff,
+    HypothesesRanked,
+    IterationStarted,
+    Restarted,
+    event_from_json,
+    event_to_json,
+)
+from tests.bot.slack_standin import command_body
+from tests.bot.test_slack_app import blocks_text, post, run, running
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS = os.environ.get("RCABOT_TEST_REDIS", "redis://127.0.0.1:6379/7")
+
+
+@pytest.fixture()
+def redis_url() -> Iterator[str]:
+    import redis
+
+    client = redis.Redis.from_url(REDIS, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"Redis is not reachable under CI: {exc}")
+        pytest.skip(f"Redis is not reachable: {exc}")
+    client.flushdb()
+    yield REDIS
+    client.flushdb()
+    client.close()
+
+
+def _worker(db: str, queue: str, slice_: Path, *, timeout: int = 8) -> subprocess.Popen[bytes]:
+    env = {**{k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "PROMETHEUS_URL")},
+           "RCABOT_DB": db, "RCABOT_QUEUE": queue, "RCABOT_DATA": str(slice_), "RCABOT_NOW": "2023-01-29T13:36:00Z",
+           "RCABOT_JOB_TIMEOUT": str(timeout), "RCABOT_WORKERS": "1"}  # fmt: skip
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_every_progress_event_survives_the_stream() -> None:
+    events = [IterationStarted(AgentKind.METRIC, 1, 0, 0, 1.5), ActionTaken(AgentKind.LOG, "logs", "q{entity=a}", "ok", 0.4),
+              EvidenceFound(AgentKind.TRACE, "ev-1", "a", "slow", 9.0),
+              HypothesesRanked(AgentKind.METRIC, (("a", "cpu", 0.7), ("b", "memory", 0.2)), 0.5, 0.6, 0.7),
+              Handoff(AgentKind.METRIC, AgentKind.LOG, "low r", "a leads"), Restarted(2, "worker stopped"),
+              Finished("a explains it", {"x": [1, 2]})]  # fmt: skip
+    for e in events:
+        assert event_from_json(json.loads(json.dumps(event_to_json(e)))) == e
+    with pytest.raises(ValueError):
+        event_from_json({"kind": "Nope"})
+
+
+def test_rca_runs_on_a_worker_process(tmp_path: Path, nezha_slice: Path, postgres_url: str, redis_url: str) -> None:
+    worker = _worker(postgres_url, redis_url, nezha_slice)
+
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, settings_={"db": postgres_url, "queue": redis_url}) as (bot, slack, url):
+            status, _, seconds = await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
+            assert status == 200 and seconds < 3.0
+            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=90)
+            streamed = " ".join(str(c.params.get("chunks")) for c in slack.calls if "Stream" in c.method)
+            assert "now suspects" in streamed  # narrated from the worker's progress stream
+            inv = bot.store.by_thread(verdict.params["channel"], verdict.params["thread_ts"])
+            assert inv is not None and inv.status == "done" and inv.trace is not None  # stored by the worker
+            verdicts = [c for c in slack.of("chat.postMessage") if REPAIR in blocks_text(c)]
+            assert len(verdicts) == 1
+
+    try:
+        run(scenario)
+    finally:
+        _stop(worker)
+
+
+def test_a_worker_killed_mid_investigation_is_replaced(tmp_path: Path, nezha_slice: Path, postgres_url: str,
+                                                       redis_url: str) -> None:  # fmt: skip
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    first = _worker(postgres_url, redis_url, nezha_slice, timeout=5)
+    second: subprocess.Popen[bytes] | None = None
+
+    async def scenario() -> None:
+        nonlocal second
+        async with running(tmp_path, nezha_slice, settings_={"db": postgres_url, "queue": redis_url}) as (bot, slack, url):
+            await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
+            for _ in range(600):  # until the first worker has published some progress
+                rows = bot.store.between(0, 1e12)
+                if rows and client.xlen(events_key(rows[0].id)) > 0:
+                    break
+                await asyncio.sleep(0.05)
+            first.send_signal(signal.SIGKILL)
+            first.wait(10)
+            second = _worker(postgres_url, redis_url, nezha_slice, timeout=5)
+            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
+            streamed = " ".join(str(c.params.get("chunks")) + str(c.params.get("text", "")) for c in slack.calls
+                                if c.params.get("thread_ts") == verdict.params["thread_ts"] or "Stream" in c.method)  # fmt: skip
+            assert "restarted (attempt 2)" in streamed
+            await asyncio.sleep(2)  # a duplicate would come now
+            assert len([c for c in slack.of("chat.postMessage") if REPAIR in blocks_text(c)]) == 1
+            inv = bot.store.investigation(bot.store.between(0, 1e12)[0].id)
+            assert inv is not None and inv.status == "done"
+
+    try:
+        run(scenario)
+    finally:
+        _stop(first)
+        if second is not None:
+            _stop(second)
+        client.close()
+
+
+def test_a_job_the_queue_lost_is_said_in_the_thread(tmp_path: Path, nezha_slice: Path, postgres_url: str,
+                                                    redis_url: str) -> None:  # fmt: skip
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, settings_={"db": postgres_url, "queue": redis_url}) as (bot, slack, url):
+            assert bot.desk.queue is not None
+            bot.desk.queue.stall = 1.0
+            await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
+            for _ in range(100):  # queued, no worker running: then Redis loses everything
+                if client.zcard(QUEUE):
+                    break
+                await asyncio.sleep(0.05)
+            client.flushdb()
+            said = lambda c: "no longer holds" in str(c.params)  # noqa: E731
+            await slack.wait_for(lambda c: said(c) and c.method == "chat.stopStream", timeout=30)  # in the thread
+            await slack.wait_for(lambda c: said(c) and c.method == "chat.update")  # and on the parent
+            rows = bot.store.between(0, 1e12)
+            assert rows[0].status == "failed" and "no longer holds" in rows[0].error
+
+    try:
+        run(scenario)
+    finally:
+        client.close()
