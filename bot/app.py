@@ -88,7 +88,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     """The app with its listeners, over a desk reading the configured telemetry."""
     if not settings.socket_mode:
         require_slack(settings)
-    store = Store(settings.db)
+    store = Store(settings.db, recover=not settings.queue)  # with a queue, running ones are the workers'
     memory = SqlRepairMemory(settings.db)  # the same file, its own table
     schedule = SummarySchedule(settings.db, scheduler.next_run)  # and another
     if settings.summary_channel:  # the operator's channel, unless it already has a schedule of its own

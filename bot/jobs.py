@@ -162,7 +162,7 @@ def worker(settings: Settings, *, telemetry: Telemetry | None = None) -> Worker:
     """An arq worker running investigations from the queue, `settings.workers` at a time."""
     if not settings.queue:
         raise RcaError("rcabot worker needs RCABOT_QUEUE, the redis:// URL the bot enqueues to")
-    store = Store(settings.db)
+    store = Store(settings.db, recover=False)  # the runs marked running are other workers' too
     tele = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
 
     async def shutdown(ctx: dict[str, Any]) -> None:

@@ -93,14 +93,20 @@ class Store:
     """The bot's record; safe to share between the event loop and worker threads, and (on
     PostgreSQL, or one SQLite file on one host) between processes."""
 
-    def __init__(self, target: Path | str) -> None:
+    def __init__(self, target: Path | str, *, recover: bool = True) -> None:
+        """`recover`: this process ran every investigation still marked running (one process,
+        investigations in it), so those a stop cut short are marked interrupted. A replica
+        whose investigations run on job-queue workers passes False: they are the workers'."""
         self._db = open_database(target)
         self._db.migrate("investigations", MIGRATIONS)
+        self.recovered: tuple[str, ...] = ()  # cut short by the last stop: offered for resuming
+        if not recover:
+            return
         with self._db.transaction():
             running = [r["id"] for r in self._db.query("select id from investigations where status = 'running'")]
             self._db.execute("update investigations set status = 'interrupted', error = "
                              "'the bot stopped before this investigation finished' where status = 'running'")  # fmt: skip
-        self.recovered: tuple[str, ...] = tuple(running)  # cut short by the last stop: offered for resuming
+        self.recovered = tuple(running)
 
     def close(self) -> None:
         self._db.close()

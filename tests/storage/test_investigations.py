@@ -79,3 +79,13 @@ def test_a_channel_sees_only_its_own_investigations(record: str) -> None:
     assert store.similar(channel="C0PUBLIC", top_service="db", top_fault="cpu", before=1e12)[0].id == "public"
     assert {r.id for r in store.similar(channel="C0PUBLIC", top_service="db", top_fault="cpu", before=1e12)} == {"public"}
     store.close()
+
+
+def test_a_replica_with_a_job_queue_leaves_running_investigations_to_the_workers(record: str) -> None:
+    first = Store(record)
+    first.start(id="inv-w", service="api", window=(0.0, 60.0), channel="C1", user="U1", engine="lats")
+    replica = Store(record, recover=False)  # another replica starts while a worker runs inv-w
+    row = replica.investigation("inv-w")
+    assert row is not None and row.status == "running" and replica.recovered == ()
+    first.close()
+    replica.close()
