@@ -98,7 +98,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     queue = JobQueue(settings.queue) if settings.queue else None
     desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
                 reasoner=settings.build_reasoner(), time_budget=settings.time_budget,
-                read_budget=settings.read_budget, queue=queue)  # fmt: skip
+                read_budget=settings.read_budget, queue=queue, relay_lease=settings.relay_lease)  # fmt: skip
     alert_store = AlertStore(settings.db)
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,
@@ -211,6 +211,8 @@ async def serve(settings: Settings, *, host: str = "0.0.0.0") -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     tasks = [asyncio.create_task(bot.front.announce_recovered()), asyncio.create_task(bot.front.run_summaries())]
+    if settings.queue:  # threads another replica stopped narrating
+        tasks.append(asyncio.create_task(bot.front.adopt_orphans()))
     runner = await start_http(bot, host=host, port=settings.port, events=not settings.socket_mode)
     socket_mode = None
     try:

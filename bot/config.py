@@ -54,6 +54,7 @@ class Settings:
     alert_threads_per_minute: int = 10  # new investigation threads alerts may open per channel a minute
     queue: str = field(default="", repr=False)  # a redis:// URL: investigations run as jobs (bot.jobs)
     job_timeout: float | None = None  # seconds one attempt may take (default: time_budget + 60)
+    relay_lease: float = 30.0  # seconds a replica holds a queued investigation's thread between renewals x3
 
     def claude(self) -> ClaudeConfig:
         return ClaudeConfig(model=self.model, api_key=self.anthropic_api_key or None,
@@ -140,6 +141,7 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         alert_threads_per_minute=number("RCABOT_ALERT_THREADS_PER_MINUTE", 10, low=1, high=1000),
         queue=_queue(text("RCABOT_QUEUE")),
         job_timeout=float(number("RCABOT_JOB_TIMEOUT", 0, low=0, high=7200)) or None,
+        relay_lease=float(number("RCABOT_RELAY_LEASE", 30, low=2, high=600)),
         live=LiveConfig(
             prometheus_url=check_url("PROMETHEUS_URL", text("PROMETHEUS_URL")),
             prom_mapping=_path(text("RCABOT_PROM_MAPPING")),

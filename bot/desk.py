@@ -115,7 +115,8 @@ class Desk:
     def __init__(self, *, telemetry: Telemetry, store: Store, memory: RepairMemory | None = None,
                  engine: str = "lats", workers: int = 2, reasoner: Reasoner | None = None,
                  time_budget: float | None = None, read_budget: int | None = None,
-                 clock: Callable[[], float] = time.time, queue: JobQueue | None = None) -> None:  # fmt: skip
+                 clock: Callable[[], float] = time.time, queue: JobQueue | None = None,
+                 relay_lease: float = 30.0) -> None:  # fmt: skip
         if not isinstance(build_engine(engine), SearchEngine):  # a bad name fails now, not on the first /rca
             raise InputError(f"engine {engine!r} gives no four-stage trace; the bot needs lats, linear or linear-multi")
         self.telemetry = telemetry
@@ -128,6 +129,8 @@ class Desk:
         self.clock = clock
         self.workers = workers
         self.queue = queue  # set: investigations run as jobs on worker processes (bot.jobs)
+        self.replica = f"replica-{uuid.uuid4().hex[:12]}"  # this process, as the holder of relay leases
+        self.relay_lease = relay_lease
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rca-worker")
         self._slots = asyncio.Semaphore(workers)
         self._running: dict[str, Run] = {}
@@ -183,12 +186,12 @@ class Desk:
         return max(0, len(self._running) - self.workers)
 
     # -- investigating -----------------------------------------------------------------------
-    async def investigate(self, run: Run) -> AsyncIterator[Event]:
+    async def investigate(self, run: Run, *, resume: bool = False) -> AsyncIterator[Event]:
         """The run's progress events as the engine produces them, ending with Finished; the
         trace and its audit are stored before Finished is yielded (by the worker, when a job
         queue runs it)."""
         if self.queue is not None:
-            async for event in self._queued(run):
+            async for event in self._queued(run, resume=resume):
                 yield event
             return
         loop = asyncio.get_running_loop()
@@ -230,12 +233,28 @@ class Desk:
         finally:
             self._running.pop(run.id, None)
 
-    async def _queued(self, run: Run) -> AsyncIterator[Event]:
-        """The run as a job: enqueued, then its progress stream read in order."""
+    async def _queued(self, run: Run, *, resume: bool = False) -> AsyncIterator[Event]:
+        """The run as a job: enqueued (unless another replica did and this one takes over its
+        thread), then its progress stream read in order from where the thread was told, under
+        a lease that a replica that dies lets lapse."""
         assert self.queue is not None
+        store, lease = self.store, self.relay_lease
+
+        async def renew() -> None:
+            while await self.claim_relay(run.id):
+                await asyncio.sleep(lease / 3)
+
+        if not await self.claim_relay(run.id):
+            return  # another replica narrates it
+        keeper = asyncio.create_task(renew())
         try:
-            await self.queue.enqueue(run.id, alert_time=run.incident.alert_time)
-            async for p in self.queue.progress(run.id):
+            after = await asyncio.to_thread(store.relay_position, run.id) if resume else ""
+            if not resume:
+                await self.queue.enqueue(run.id, alert_time=run.incident.alert_time)
+            async for p in self.queue.progress(run.id, after=after):
+                if keeper.done():  # the lease went to another replica: it goes on from here
+                    return
+                await asyncio.to_thread(store.relayed, run.id, p.entry)  # before telling: never told twice
                 if p.error:
                     raise RcaError(p.error)
                 if p.event is not None:
@@ -247,7 +266,34 @@ class Desk:
             await asyncio.to_thread(self.store.fail, run.id, f"job queue unavailable: {exc}")
             raise RcaError(f"the job queue is unavailable ({type(exc).__name__}); run the command again") from exc
         finally:
+            keeper.cancel()
             self._running.pop(run.id, None)
+
+    async def claim_relay(self, id: str) -> bool:
+        """Take the lease on an investigation's thread (False: another replica has it)."""
+        now = self.clock()
+        return bool(await asyncio.to_thread(self.store.lease, id, owner=self.replica, until=now + self.relay_lease,
+                                            now=now))  # fmt: skip
+
+    def release(self, id: str) -> None:
+        self._running.pop(id, None)
+
+    async def orphans(self) -> list[InvestigationRow]:
+        """Queued investigations whose narrating replica stopped renewing its lease."""
+        if self.queue is None:
+            return []
+        return await asyncio.to_thread(self.store.orphans, self.clock())
+
+    async def adopt(self, row: InvestigationRow) -> Run:
+        """A run for an investigation another replica was narrating, to go on with it here."""
+        run = Run(row.id, row.service, Window(row.window_start, row.window_end), row.channel, row.user, row.created,
+                  await self._incident(row))  # fmt: skip
+        self._running[run.id] = run
+        return run
+
+    async def take_posting(self, id: str) -> bool:
+        """Whether this replica posts the verdict (always, without a job queue: one process)."""
+        return self.queue is None or bool(await asyncio.to_thread(self.store.take_posting, id))
 
     async def verdict(self, id: str) -> Verdict:
         """A finished investigation with its audit and earlier incidents like it."""

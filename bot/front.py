@@ -24,6 +24,7 @@ from handlers.front import Respond, reply
 from handlers.requests import USAGE, RcaCommand
 from rca.errors import InputError, RcaError
 from rca.explain import is_question
+from rca.search.events import Finished
 from rca.star.repair import RepairStep
 from storage.alerts import AlertStore
 from storage.database import StorageError
@@ -195,15 +196,21 @@ class SlackFront:
         async for _ in self.desk.investigate(run):
             pass
 
-    async def _run(self, run: Run, ts: str, *, team: str, parent_ts: str = "", live: bool = True) -> None:
+    async def _run(self, run: Run, ts: str, *, team: str, parent_ts: str = "", live: bool = True,
+                   resume: bool = False) -> None:  # fmt: skip
         stream = ThreadStream(self.client, channel=run.channel, thread_ts=ts, team_id=team, user_id=run.user,
                               interval=self.stream_interval, stream=live)  # fmt: skip
         narrator = Narrator()
-        queued = self.desk.queued_ahead()
-        await stream.add(f"Reading telemetry of *{render.plain(run.service)}* and its neighbours"
-                         + (f" (queued behind {queued} investigation(s))" if queued else "") + "…")  # fmt: skip
+        if resume:
+            await stream.add("↪ The bot replica narrating this investigation stopped; this one goes on from where it was.")
+        else:
+            queued = self.desk.queued_ahead()
+            await stream.add(f"Reading telemetry of *{render.plain(run.service)}* and its neighbours"
+                             + (f" (queued behind {queued} investigation(s))" if queued else "") + "…")  # fmt: skip
+        finished = False
         try:
-            async for event in self.desk.investigate(run):
+            async for event in self.desk.investigate(run, resume=resume):
+                finished = finished or isinstance(event, Finished)
                 for line in narrator.lines(event):
                     await stream.add(render.plain(line))
         except (RcaError, OSError, ValueError) as exc:
@@ -212,6 +219,11 @@ class SlackFront:
             await self._update_parent(run, parent_ts or ts, f"❌ failed: {render.plain(str(exc))[:200]}")
             return
         await stream.close()
+        if not finished or not await self.desk.take_posting(run.id):  # another replica holds the thread now
+            return
+        await self._post_verdict(run, ts, parent_ts or ts)
+
+    async def _post_verdict(self, run: Run, ts: str, parent_ts: str) -> None:
         verdict = await self.desk.verdict(run.id)
         text, blocks = render.verdict(verdict, runbook=self._runbook(verdict))
         await self._post(run.channel, ts, text, blocks)
@@ -219,7 +231,32 @@ class SlackFront:
         top = verdict.trace.decision.ranking[0] if verdict.trace.decision.ranking else None
         status = (f"✅ done — *{render.plain(top[0])}* ({top[1]}, {top[2]:.0%}) · STAR S {verdict.audit.score:.2f}"
                   if top else "✅ done — no root cause found")  # fmt: skip
-        await self._update_parent(run, parent_ts or ts, status)
+        await self._update_parent(run, parent_ts, status)
+
+    # -- queued investigations whose narrating replica stopped ---------------------------------
+    async def adopt_orphans(self) -> None:
+        """With a job queue: take over the threads of investigations whose replica stopped
+        renewing its lease, checked every half lease."""
+        while True:
+            await asyncio.sleep(self.desk.relay_lease / 2)
+            try:
+                for row in await self.desk.orphans():
+                    if row.id in {r.id for r in self.desk.running()} or not await self.desk.claim_relay(row.id):
+                        continue
+                    task = asyncio.create_task(self._adopt(row))
+                    self._alert_runs.add(task)
+                    task.add_done_callback(self._alert_runs.discard)
+            except Exception:  # the edge of a background loop: the next round tries again
+                log.exception("adopting orphaned investigations failed")
+
+    async def _adopt(self, row: InvestigationRow) -> None:
+        run = await self.desk.adopt(row)
+        if row.status == "done":  # its verdict was stored, not posted
+            if await self.desk.take_posting(run.id):
+                await self._post_verdict(run, row.thread_ts, row.parent_ts or row.thread_ts)
+            self.desk.release(run.id)
+            return
+        await self._run(run, row.thread_ts, team="", parent_ts=row.parent_ts, live=False, resume=True)
 
     async def _update_parent(self, run: Run, ts: str, status: str) -> None:
         text, blocks = render.parent(run, status)

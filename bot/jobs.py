@@ -11,6 +11,10 @@ order, and narrates it as it would an investigation of its own.
   `Restarted` first, so the thread says so; the verdict is posted once, by the thread's
   replica, when the stream says Finished.
 - A run already stored as done is not run again by a later attempt.
+- A bot replica killed mid-narration: each replica holds a lease on the threads it narrates
+  (renewed every third of `RCABOT_RELAY_LEASE`) and records how far in the stream it got; a
+  lapsed lease is taken by another replica, which goes on from there. The verdict is posted by
+  whichever replica first marks it posted, once.
 - Redis here keeps its queue in memory: a Redis restart loses queued jobs and their streams.
   That loss is detected: a relay that hears nothing for `STALL` seconds asks arq for the job,
   and a job arq no longer knows ends the run as failed with that reason, in the thread.
@@ -63,6 +67,7 @@ class Progress:
     attempt: int
     event: Event | None = None
     error: str = ""  # the investigation failed: why
+    entry: str = ""  # its place in the run's stream, to resume after
 
 
 class JobQueue:
@@ -82,10 +87,11 @@ class JobQueue:
         """Queue one investigation (a second enqueue of the same run id is ignored by arq)."""
         await (await self._redis()).enqueue_job("investigate", run_id, alert_time, _job_id=run_id)
 
-    async def progress(self, run_id: str) -> AsyncIterator[Progress]:
-        """The run's progress from its first event, in order, until it finishes or fails."""
+    async def progress(self, run_id: str, *, after: str = "") -> AsyncIterator[Progress]:
+        """The run's progress from its first event (or after the entry `after`), in order,
+        until it finishes or fails."""
         redis = await self._redis()
-        key, last = events_key(run_id), "0-0"
+        key, last = events_key(run_id), after or "0-0"
         while True:
             batch = await redis.xread({key: last}, count=100, block=int(self.stall * 1000))
             if not batch:
@@ -98,7 +104,7 @@ class JobQueue:
                 last = entry.decode() if isinstance(entry, bytes) else str(entry)
                 doc = json.loads(values[b"doc"])
                 p = Progress(int(doc["attempt"]), event_from_json(doc["event"]) if doc.get("event") else None,
-                             str(doc.get("error", "")))  # fmt: skip
+                             str(doc.get("error", "")), last)  # fmt: skip
                 yield p
                 if p.error or isinstance(p.event, Finished):
                     return

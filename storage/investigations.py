@@ -36,6 +36,14 @@ MIGRATIONS = (
         "create index if not exists idx_repairs_investigation on repairs (investigation)",
         "create index if not exists idx_feedback_investigation on feedback (investigation)",
     )),
+    # which bot replica narrates a queued investigation into its thread, until when, how far it
+    # got in the run's progress stream, and whether the verdict was posted (bot.jobs)
+    Migration(2, (
+        "alter table investigations add column relay_owner {text}",
+        "alter table investigations add column relay_until {float}",
+        "alter table investigations add column relayed {text}",
+        "alter table investigations add column posted {int}",
+    )),
 )  # fmt: skip
 
 
@@ -174,6 +182,34 @@ class Store:
             "select * from investigations where status = 'done' and channel = ? and top_service = ? "
             "and top_fault = ? and created < ? order by created desc limit ?",
             [channel, top_service, top_fault, before, limit])  # fmt: skip
+        return [_investigation(r) for r in rows]
+
+    # -- relaying a queued investigation (several replicas) --------------------------------------
+    def lease(self, id: str, *, owner: str, until: float, now: float) -> bool:
+        """Take (or keep) the narration of an investigation's thread until `until`: True when it
+        is free, lapsed, or already this owner's; one replica wins a race for it."""
+        return self._db.execute(
+            "update investigations set relay_owner = ?, relay_until = ? where id = ? and "
+            "(relay_owner = ? or relay_owner is null or relay_until is null or relay_until < ?)",
+            [owner, until, id, owner, now]) == 1  # fmt: skip
+
+    def relayed(self, id: str, entry: str) -> None:
+        """How far in the run's progress stream its thread has been told."""
+        self._db.execute("update investigations set relayed = ? where id = ?", [entry, id])
+
+    def relay_position(self, id: str) -> str:
+        rows = self._db.query("select relayed from investigations where id = ?", [id])
+        return str(rows[0]["relayed"] or "") if rows else ""
+
+    def take_posting(self, id: str) -> bool:
+        """True once per investigation: the replica that gets it posts the verdict."""
+        return self._db.execute("update investigations set posted = 1 where id = ? and posted is null", [id]) == 1
+
+    def orphans(self, now: float) -> list[InvestigationRow]:
+        """Queued investigations with a thread whose narrator's lease lapsed before the verdict was posted."""
+        rows = self._db.query(
+            "select * from investigations where status in ('running', 'done') and posted is null "
+            "and thread_ts != '' and relay_until is not null and relay_until < ? order by created", [now])  # fmt: skip
         return [_investigation(r) for r in rows]
 
     # -- what happened after ----------------------------------------------------------------

@@ -32,7 +32,7 @@ from rca.search.events import (
     event_to_json,
 )
 from tests.bot.slack_standin import command_body
-from tests.bot.test_slack_app import blocks_text, post, run, running
+from tests.bot.test_slack_app import SECRET, blocks_text, post, run, running
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS = os.environ.get("RCABOT_TEST_REDIS", "redis://127.0.0.1:6379/7")
@@ -169,3 +169,70 @@ def test_a_job_the_queue_lost_is_said_in_the_thread(tmp_path: Path, nezha_slice:
         run(scenario)
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("worker_first", [False, True], ids=["killed-before-the-run", "killed-during-it"])
+def test_a_replica_killed_mid_narration_is_taken_over_by_another(tmp_path: Path, nezha_slice: Path, postgres_url: str,
+                                                                 redis_url: str, worker_first: bool) -> None:  # fmt: skip
+    """Killed while the job waits for a worker, the other replica narrates the whole run in the
+    thread; killed while it runs, the other replica goes on (or, if the run ended meanwhile,
+    posts its verdict); either way one verdict, posted by the replica still alive."""
+    from storage.database import open_database
+    from storage.investigations import Store
+    from tests.bot.slack_standin import SlackStandIn, free_port, serve_process, wait_until_up
+
+    worker = _worker(postgres_url, redis_url, nezha_slice, timeout=30) if worker_first else None
+    extra = {"RCABOT_QUEUE": redis_url, "RCABOT_RELAY_LEASE": "2", "RCABOT_DATA": str(nezha_slice)}
+    replicas: list[subprocess.Popen[bytes]] = []
+
+    async def scenario() -> None:
+        slack = SlackStandIn()
+        await slack.start()
+        ports = [free_port(), free_port()]
+        try:
+            for port in ports:  # two replicas behind one Slack app, sharing the record and the queue
+                replicas.append(serve_process(slack, secret=SECRET, port=port, db=postgres_url, extra=extra))  # type: ignore[arg-type]
+            for port in ports:
+                await wait_until_up(port)
+            await post(f"http://127.0.0.1:{ports[0]}/slack/events",
+                       command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="replica-1"))
+            nonlocal worker
+            store, db = Store(postgres_url, recover=False), open_database(postgres_url)
+            first_owner = None
+            for _ in range(600):  # until the first replica holds the thread (and, with a worker, has told it something)
+                rows = db.query("select relay_owner, relayed from investigations")
+                if rows and rows[0]["relay_owner"] and (rows[0]["relayed"] or not worker_first):
+                    first_owner = rows[0]["relay_owner"]
+                    break
+                await asyncio.sleep(0.02)
+            replicas[0].send_signal(signal.SIGKILL)
+            replicas[0].wait(10)
+            killed_at = len(slack.calls)
+            if worker is None:  # the job waits: once the other replica holds the thread, a worker comes
+                for _ in range(300):
+                    if db.query("select relay_owner from investigations")[0]["relay_owner"] != first_owner:
+                        break
+                    await asyncio.sleep(0.05)
+                worker = _worker(postgres_url, redis_url, nezha_slice, timeout=30)
+            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
+            assert slack.calls.index(verdict) >= killed_at  # posted by the replica still alive
+            said = " ".join(str(c.params) for c in slack.calls[killed_at:])
+            took_over = "this one goes on from where it was" in said
+            assert took_over or worker_first  # a run still to come is narrated by the other replica
+            assert took_over or not any("now suspects" in str(c.params) for c in slack.calls[killed_at:])
+            await asyncio.sleep(3)  # a duplicate would come now
+            assert len([c for c in slack.of("chat.postMessage") if REPAIR in blocks_text(c)]) == 1
+            row = store.by_thread(verdict.params["channel"], verdict.params["thread_ts"])
+            assert row is not None and row.status == "done"
+            store.close()
+            db.close()
+        finally:
+            await slack.stop()
+
+    try:
+        run(scenario)
+    finally:
+        for p in replicas:
+            _stop(p)
+        if worker is not None:
+            _stop(worker)
