@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -258,7 +259,9 @@ async def _run(args: argparse.Namespace) -> int:
 async def _worker() -> int:
     from bot.jobs import worker  # the queue's client: only for `worker`
 
-    w = worker(read_settings())
+    settings = read_settings()
+    os.nice(settings.worker_nice)  # investigations are batch work: a replica's acks on this machine come first
+    w = worker(settings)
     print(f"rcabot worker: {w.max_jobs} investigation(s) at a time from the job queue", file=sys.stderr, flush=True)
     try:
         await w.async_run()

@@ -55,6 +55,7 @@ class Settings:
     queue: str = field(default="", repr=False)  # a redis:// URL: investigations run as jobs (bot.jobs)
     job_timeout: float | None = None  # seconds one attempt may take (default: time_budget + 60)
     relay_lease: float = 30.0  # seconds a replica holds a queued investigation's thread between renewals x3
+    worker_nice: int = 10  # `rcabot worker` yields the CPU to a bot replica on the same machine (acks first)
 
     def claude(self) -> ClaudeConfig:
         return ClaudeConfig(model=self.model, api_key=self.anthropic_api_key or None,
@@ -142,6 +143,7 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         queue=_queue(text("RCABOT_QUEUE")),
         job_timeout=float(number("RCABOT_JOB_TIMEOUT", 0, low=0, high=7200)) or None,
         relay_lease=float(number("RCABOT_RELAY_LEASE", 30, low=2, high=600)),
+        worker_nice=number("RCABOT_WORKER_NICE", 10, low=0, high=19),
         live=LiveConfig(
             prometheus_url=check_url("PROMETHEUS_URL", text("PROMETHEUS_URL")),
             prom_mapping=_path(text("RCABOT_PROM_MAPPING")),
