@@ -236,3 +236,41 @@ def test_a_replica_killed_mid_narration_is_taken_over_by_another(tmp_path: Path,
             _stop(p)
         if worker is not None:
             _stop(worker)
+
+
+def test_a_slack_retry_on_the_other_replica_starts_nothing_new(tmp_path: Path, nezha_slice: Path, postgres_url: str,
+                                                               redis_url: str) -> None:  # fmt: skip
+    from storage.investigations import Store
+    from tests.bot.slack_standin import SlackStandIn, free_port, serve_process, wait_until_up
+
+    extra = {"RCABOT_QUEUE": redis_url, "RCABOT_DATA": str(nezha_slice)}
+    replicas: list[subprocess.Popen[bytes]] = []
+
+    async def scenario() -> None:
+        slack = SlackStandIn()
+        await slack.start()
+        ports = [free_port(), free_port()]
+        try:
+            for port in ports:
+                replicas.append(serve_process(slack, secret=SECRET, port=port, db=postgres_url, extra=extra))  # type: ignore[arg-type]
+            for port in ports:
+                await wait_until_up(port)
+            body = command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="retried.1")
+            first = await post(f"http://127.0.0.1:{ports[0]}/slack/events", body)
+            again = await post(f"http://127.0.0.1:{ports[1]}/slack/events", body,
+                               headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})  # fmt: skip
+            assert first[0] == again[0] == 200
+            await slack.wait_for(lambda c: c.method == "chat.postMessage" and not c.params.get("thread_ts"))
+            await asyncio.sleep(2)  # a second investigation would be recorded and posted by now
+            store = Store(postgres_url, recover=False)
+            assert len(store.between(0, 1e12)) == 1
+            assert len([c for c in slack.of("chat.postMessage") if not c.params.get("thread_ts")]) == 1
+            store.close()
+        finally:
+            await slack.stop()
+
+    try:
+        run(scenario)
+    finally:
+        for p in replicas:
+            _stop(p)
