@@ -96,9 +96,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
                            keep=True)  # fmt: skip
     telemetry = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
     queue = JobQueue(settings.queue) if settings.queue else None
-    desk = Desk(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
-                reasoner=settings.build_reasoner(), time_budget=settings.time_budget,
-                read_budget=settings.read_budget, queue=queue, relay_lease=settings.relay_lease)  # fmt: skip
+    desk = Desk.from_settings(settings, telemetry=telemetry, store=store, memory=memory, queue=queue)
     alert_store = AlertStore(settings.db)
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,

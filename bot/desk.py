@@ -15,13 +15,12 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from redis.exceptions import RedisError
 
 from bot.charts import signal_chart
-from bot.jobs import JobLost, JobQueue
 from bot.telemetry import Telemetry
 from rca.engines import build_engine
 from rca.engines.lats import SearchEngine
@@ -45,6 +44,10 @@ from rca.star.repair import RepairConfig, RepairResult, RepairStep, repair
 from rca.star.verify import VerificationRun, run_tests
 from rca.trace import Trace, from_json, to_json
 from storage.investigations import InvestigationRow, Store
+
+if TYPE_CHECKING:  # bot.jobs runs its jobs on a Desk: it imports this module
+    from bot.config import Settings
+    from bot.jobs import JobQueue
 
 SERVICE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/")
 
@@ -137,6 +140,14 @@ class Desk:
         self._opening: set[tuple[str, str]] = set()  # (service, channel) being validated
         self._incidents: dict[str, Incident] = {}  # recent investigations' incidents, by id
         self._contexts: dict[str, AuditContext] = {}  # their audit contexts, by incident id
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, telemetry: Telemetry, store: Store,
+                      memory: RepairMemory | None = None, queue: JobQueue | None = None) -> Desk:  # fmt: skip
+        """The desk the settings describe (the bot's, or a job-queue worker's)."""
+        return cls(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
+                   reasoner=settings.build_reasoner(), time_budget=settings.time_budget,
+                   read_budget=settings.read_budget, queue=queue, relay_lease=settings.relay_lease)  # fmt: skip
 
     def close(self) -> None:  # the job queue's connections close with the loop that made them
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -237,6 +248,8 @@ class Desk:
         """The run as a job: enqueued (unless another replica did and this one takes over its
         thread), then its progress stream read in order from where the thread was told, under
         a lease that a replica that dies lets lapse."""
+        from bot.jobs import JobLost  # that module builds on this one
+
         assert self.queue is not None
         store, lease = self.store, self.relay_lease
 

@@ -36,15 +36,11 @@ from arq.jobs import Job, JobStatus
 from arq.worker import Worker, func
 
 from bot.config import Settings
+from bot.desk import Desk, Run
 from bot.telemetry import Telemetry, telemetry_from
-from rca.engines import build_engine
-from rca.engines.lats import SearchEngine
 from rca.errors import RcaError
 from rca.model import Window
 from rca.search.events import Event, Finished, Restarted, event_from_json, event_to_json
-from rca.star.audit import audit
-from rca.star.context import audit_context
-from rca.trace import from_json
 from storage.investigations import Store
 
 log = logging.getLogger("rcabot.jobs")
@@ -64,7 +60,6 @@ def events_key(run_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    attempt: int
     event: Event | None = None
     error: str = ""  # the investigation failed: why
     entry: str = ""  # its place in the run's stream, to resume after
@@ -103,8 +98,8 @@ class JobQueue:
             for entry, values in batch[0][1]:
                 last = entry.decode() if isinstance(entry, bytes) else str(entry)
                 doc = json.loads(values[b"doc"])
-                p = Progress(int(doc["attempt"]), event_from_json(doc["event"]) if doc.get("event") else None,
-                             str(doc.get("error", "")), last)  # fmt: skip
+                p = Progress(event_from_json(doc["event"]) if doc.get("event") else None, str(doc.get("error", "")),
+                             last)  # fmt: skip
                 yield p
                 if p.error or isinstance(p.event, Finished):
                     return
@@ -117,10 +112,9 @@ class JobQueue:
 
 # -- the worker's side -------------------------------------------------------------------------
 async def investigate(ctx: dict[str, Any], run_id: str, alert_time: float | None = None) -> str:
-    """One investigation, run by a worker: its events published, its trace and audit stored."""
-    store: Store = ctx["store"]
-    telemetry: Telemetry = ctx["telemetry"]
-    settings: Settings = ctx["settings"]
+    """One investigation, run by a worker on its desk (which stores the trace and its audit),
+    each progress event published to the run's stream."""
+    desk: Desk = ctx["desk"]
     redis: ArqRedis = ctx["redis"]
     attempt = int(ctx.get("job_try", 1))
     key = events_key(run_id)
@@ -129,7 +123,12 @@ async def investigate(ctx: dict[str, Any], run_id: str, alert_time: float | None
         await redis.xadd(key, {"doc": json.dumps({"attempt": attempt, **doc})})
         await redis.expire(key, STREAM_TTL)
 
-    row = await asyncio.to_thread(store.investigation, run_id)
+    async def failed(exc: Exception) -> str:  # the investigation's own failure: said in the thread, not retried
+        log.warning("investigation %s failed", run_id, exc_info=exc)
+        await publish(error=f"{type(exc).__name__}: {exc}"[:500])
+        return "failed"
+
+    row = await asyncio.to_thread(desk.store.investigation, run_id)
     if row is None:
         log.warning("job %s names no recorded investigation", run_id[:40])
         return "unknown"
@@ -138,24 +137,20 @@ async def investigate(ctx: dict[str, Any], run_id: str, alert_time: float | None
         return "done"
     if attempt > 1:
         await publish(event=event_to_json(Restarted(attempt, "the worker running it stopped; another took it up")))
+    window = Window(row.window_start, row.window_end)
     try:
-        incident = await telemetry.incident(row.service, Window(row.window_start, row.window_end))
-        if alert_time is not None and incident.window.start <= alert_time <= incident.window.end:
-            incident = dataclasses.replace(incident, alert_time=alert_time)
-        engine = build_engine(settings.engine, reasoner=settings.build_reasoner(), time_budget=settings.time_budget,
-                              read_budget=settings.read_budget)  # fmt: skip
-        assert isinstance(engine, SearchEngine)
-        async for event in engine.stream(incident):
-            if isinstance(event, Finished):
-                trace = dict(event.trace)
-                verdict = audit(from_json(trace), await audit_context(incident))
-                await asyncio.to_thread(store.finish, run_id, trace=trace, audit=verdict.to_json())
+        incident = await desk.telemetry.incident(row.service, window)
+    except Exception as exc:
+        await asyncio.to_thread(desk.store.fail, run_id, f"{type(exc).__name__}: {exc}")
+        return await failed(exc)
+    if alert_time is not None and window.start <= alert_time <= window.end:
+        incident = dataclasses.replace(incident, alert_time=alert_time)
+    try:
+        async for event in desk.investigate(Run(row.id, row.service, window, row.channel, row.user, row.created,
+                                                incident)):  # fmt: skip
             await publish(event=event_to_json(event))
-    except Exception as exc:  # the investigation's own failure: said in the thread, not retried
-        log.warning("investigation %s failed", run_id, exc_info=True)
-        await asyncio.to_thread(store.fail, run_id, f"{type(exc).__name__}: {exc}")
-        await publish(error=f"{type(exc).__name__}: {exc}"[:500])
-        return "failed"
+    except Exception as exc:  # the desk has recorded it
+        return await failed(exc)
     return "done"
 
 
@@ -170,8 +165,10 @@ def worker(settings: Settings, *, telemetry: Telemetry | None = None) -> Worker:
         raise RcaError("rcabot worker needs RCABOT_QUEUE, the redis:// URL the bot enqueues to")
     store = Store(settings.db, recover=False)  # the runs marked running are other workers' too
     tele = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
+    desk = Desk.from_settings(settings, telemetry=tele, store=store)
 
     async def shutdown(ctx: dict[str, Any]) -> None:
+        desk.close()
         store.close()
 
     timeout = job_timeout(settings)
@@ -179,5 +176,5 @@ def worker(settings: Settings, *, telemetry: Telemetry | None = None) -> Worker:
         functions=[func(investigate, name="investigate", max_tries=MAX_TRIES, timeout=timeout)],
         redis_settings=RedisSettings.from_dsn(settings.queue), queue_name=QUEUE, max_jobs=settings.workers,
         job_timeout=timeout, keep_result=3600, on_shutdown=shutdown,
-        ctx={"store": store, "telemetry": tele, "settings": settings}, handle_signals=True,
+        ctx={"desk": desk}, handle_signals=True,
     )  # fmt: skip

@@ -117,6 +117,7 @@ class ClaudeReasoner:
         self._client = client
         self.offline = offline or OfflineReasoner()
         self._usage = Usage()
+        self._reserve = _decision_reserve(config)  # what the search leaves for the verdict's call
         self._phases: dict[str, list[int]] = {}  # phase -> [calls, tokens]
         self._notes: dict[str, int] = {}
         self._failures = 0
@@ -246,7 +247,7 @@ class ClaudeReasoner:
         messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
         phase = _PHASE_OF[tool]
         for attempt in (1, 2):
-            if tool in _SEARCH and not self._affordable(content, keep=_decision_reserve(self.config)):
+            if tool in _SEARCH and not self._affordable(content, keep=self._reserve):
                 return None  # as planned: the rest of the budget is the verdict's
             if not self._affordable(content):
                 if tool not in _SEARCH:

@@ -76,11 +76,7 @@ class Audit:
         }
 
 
-def _telemetry(trace: Trace, ctx: AuditContext) -> list[Criterion]:
-    return [support.independent_lead(trace), support.began_first(trace)]
-
-
-_CHECKS = (package.check, hypotheses.check, analysis.check, report.check, _telemetry)
+_CHECKS = (package.check, hypotheses.check, analysis.check, report.check, support.check)
 
 
 def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) -> Audit:
@@ -94,7 +90,8 @@ def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) ->
         weight = sum(c.weight for c in mine)
         stage_score = sum(c.weight * c.score for c in mine) / weight if weight else 1.0
         stages.append(StageDiagnostic(stage, stage_score, 1.0 - stage_score, tuple(c for c in mine if c.violated)))
-    return Audit(score, route(score, config), tuple(stages), criteria, support.support(trace))
+    lead = next(c for c in criteria if c.name == "independent_lead")
+    return Audit(score, route(score, config), tuple(stages), criteria, support.support(trace, lead))
 
 
 def route(score: float, config: StarConfig) -> Route:

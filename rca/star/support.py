@@ -10,7 +10,7 @@ itself:
 - `began_first`: did the blamed service's anomaly in this incident begin no later than
   those of the rival hypotheses?
 - `support`: how far the telemetry backs the verdict: the support its own evidence gives
-  the leading answer (its value, tempered by its lead) times `independent_lead`. The audit's
+  the leading answer (its value, tempered by its lead) times `independent_lead`'s score. The audit's
   trust in a verdict is its form score times this support; `rcabot eval --audit` measures
   how well that predicts a wrong first place.
 """
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from rca.evidence import Evidence
 from rca.rules.timing import reference, weight
-from rca.star.criteria import Criterion, leading
+from rca.star.criteria import AuditContext, Criterion, leading
 from rca.star.report import sufficiency
 from rca.topology import ONSET_TOLERANCE
 from rca.trace import Trace
@@ -54,25 +54,24 @@ def rank_in(scores: dict[str, float], entity: str) -> int | None:
     return 1 + sum(1 for s in scores.values() if s > scores[entity])
 
 
-def agreement(trace: Trace) -> float:
-    """1 / the blamed service's rank in the rule-free re-score (0 without evidence)."""
-    if not trace.hypotheses:
-        return 0.0
-    rank = rank_in(rescored(current(trace)), trace.hypotheses[0].service)
-    return 1.0 / rank if rank else 0.0
+def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
+    mine = current(trace)
+    return [independent_lead(trace, mine), began_first(trace, mine)]
 
 
-def support(trace: Trace) -> float:
-    """How far the telemetry backs the verdict, in [0, 1]."""
-    return round(sufficiency(trace) * agreement(trace), 4)
+def support(trace: Trace, lead: Criterion) -> float:
+    """How far the telemetry backs the verdict, in [0, 1]: the decision's evidence support
+    times `independent_lead`'s 1 / rank."""
+    return round(sufficiency(trace) * lead.score, 4)
 
 
-def independent_lead(trace: Trace) -> Criterion:
-    """Re-scored by raw deviation alone, the blamed service's own telemetry leads."""
+def independent_lead(trace: Trace, mine: Sequence[Evidence]) -> Criterion:
+    """Re-scored by raw deviation alone, the blamed service's own telemetry (of `mine`, this
+    incident's evidence) leads."""
     if not trace.hypotheses:
         return Criterion(HYPOTHESES, "independent_lead", 0.0, 1.0, "no hypothesis to re-score")
     top = trace.hypotheses[0].service
-    scores = rescored(current(trace))
+    scores = rescored(mine)
     rank = rank_in(scores, top)
     if rank is None:
         return Criterion(HYPOTHESES, "independent_lead", 0.0, 1.0, f"{top} has no evidence of this incident")
@@ -85,14 +84,14 @@ def independent_lead(trace: Trace) -> Criterion:
     return Criterion(HYPOTHESES, "independent_lead", 1.0 / rank, 1.0, why, tuple(ahead[:3]))
 
 
-def began_first(trace: Trace) -> Criterion:
+def began_first(trace: Trace, mine: Sequence[Evidence]) -> Criterion:
     """The blamed service's anomaly in this incident began no later than its rivals' (within
     the clock skew forgiven between a cause and its effect)."""
     hyps = leading(trace)
     if len(hyps) < 2:
         return Criterion(ANALYSIS, "began_first", 1.0, 1.0, "no rival hypothesis to compare onsets with")
-    mine = {ev.id: ev.onset for ev in current(trace) if ev.onset is not None}
-    onset = {h.service: min((mine[i] for i in h.evidence if i in mine), default=None) for h in hyps}
+    onsets = {ev.id: ev.onset for ev in mine if ev.onset is not None}
+    onset = {h.service: min((onsets[i] for i in h.evidence if i in onsets), default=None) for h in hyps}
     top = hyps[0].service
     rivals = {s: t for s, t in onset.items() if s != top and t is not None}
     began = onset[top]

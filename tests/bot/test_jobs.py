@@ -12,7 +12,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,15 @@ from rca.search.events import (
     event_from_json,
     event_to_json,
 )
-from tests.bot.slack_standin import command_body
+from storage.database import open_database
+from storage.investigations import Store
+from tests.bot.slack_standin import (
+    SlackStandIn,
+    command_body,
+    free_port,
+    serve_process,
+    wait_until_up,
+)
 from tests.bot.test_slack_app import SECRET, blocks_text, post, run, running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,32 +180,39 @@ def test_a_job_the_queue_lost_is_said_in_the_thread(tmp_path: Path, nezha_slice:
         client.close()
 
 
+@asynccontextmanager
+async def two_replicas(db: str, extra: dict[str, str]) -> AsyncIterator[tuple[SlackStandIn, list[str], list[subprocess.Popen[bytes]]]]:
+    """Two `rcabot serve` replicas behind one Slack app, sharing the record and the queue: the
+    stand-in, each replica's events URL, and their processes (stopped on the way out)."""
+    slack = SlackStandIn()
+    await slack.start()
+    ports = [free_port(), free_port()]
+    replicas: list[subprocess.Popen[bytes]] = []
+    try:
+        for port in ports:
+            replicas.append(serve_process(slack, secret=SECRET, port=port, db=db, extra=extra))  # type: ignore[arg-type]
+        for port in ports:
+            await wait_until_up(port)
+        yield slack, [f"http://127.0.0.1:{port}/slack/events" for port in ports], replicas
+    finally:
+        for p in replicas:
+            _stop(p)
+        await slack.stop()
+
+
 @pytest.mark.parametrize("worker_first", [False, True], ids=["killed-before-the-run", "killed-during-it"])
 def test_a_replica_killed_mid_narration_is_taken_over_by_another(tmp_path: Path, nezha_slice: Path, postgres_url: str,
                                                                  redis_url: str, worker_first: bool) -> None:  # fmt: skip
     """Killed while the job waits for a worker, the other replica narrates the whole run in the
     thread; killed while it runs, the other replica goes on (or, if the run ended meanwhile,
     posts its verdict); either way one verdict, posted by the replica still alive."""
-    from storage.database import open_database
-    from storage.investigations import Store
-    from tests.bot.slack_standin import SlackStandIn, free_port, serve_process, wait_until_up
-
     worker = _worker(postgres_url, redis_url, nezha_slice, timeout=30) if worker_first else None
     extra = {"RCABOT_QUEUE": redis_url, "RCABOT_RELAY_LEASE": "2", "RCABOT_DATA": str(nezha_slice)}
-    replicas: list[subprocess.Popen[bytes]] = []
 
     async def scenario() -> None:
-        slack = SlackStandIn()
-        await slack.start()
-        ports = [free_port(), free_port()]
-        try:
-            for port in ports:  # two replicas behind one Slack app, sharing the record and the queue
-                replicas.append(serve_process(slack, secret=SECRET, port=port, db=postgres_url, extra=extra))  # type: ignore[arg-type]
-            for port in ports:
-                await wait_until_up(port)
-            await post(f"http://127.0.0.1:{ports[0]}/slack/events",
-                       command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="replica-1"))
-            nonlocal worker
+        nonlocal worker
+        async with two_replicas(postgres_url, extra) as (slack, urls, replicas):
+            await post(urls[0], command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="replica-1"))
             store, db = Store(postgres_url, recover=False), open_database(postgres_url)
             first_owner = None
             for _ in range(600):  # until the first replica holds the thread (and, with a worker, has told it something)
@@ -226,39 +242,21 @@ def test_a_replica_killed_mid_narration_is_taken_over_by_another(tmp_path: Path,
             assert row is not None and row.status == "done"
             store.close()
             db.close()
-        finally:
-            await slack.stop()
 
     try:
         run(scenario)
     finally:
-        for p in replicas:
-            _stop(p)
         if worker is not None:
             _stop(worker)
 
 
 def test_a_slack_retry_on_the_other_replica_starts_nothing_new(tmp_path: Path, nezha_slice: Path, postgres_url: str,
                                                                redis_url: str) -> None:  # fmt: skip
-    from storage.investigations import Store
-    from tests.bot.slack_standin import SlackStandIn, free_port, serve_process, wait_until_up
-
-    extra = {"RCABOT_QUEUE": redis_url, "RCABOT_DATA": str(nezha_slice)}
-    replicas: list[subprocess.Popen[bytes]] = []
-
     async def scenario() -> None:
-        slack = SlackStandIn()
-        await slack.start()
-        ports = [free_port(), free_port()]
-        try:
-            for port in ports:
-                replicas.append(serve_process(slack, secret=SECRET, port=port, db=postgres_url, extra=extra))  # type: ignore[arg-type]
-            for port in ports:
-                await wait_until_up(port)
+        async with two_replicas(postgres_url, {"RCABOT_QUEUE": redis_url, "RCABOT_DATA": str(nezha_slice)}) as (slack, urls, _):
             body = command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="retried.1")
-            first = await post(f"http://127.0.0.1:{ports[0]}/slack/events", body)
-            again = await post(f"http://127.0.0.1:{ports[1]}/slack/events", body,
-                               headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})  # fmt: skip
+            first = await post(urls[0], body)
+            again = await post(urls[1], body, headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})
             assert first[0] == again[0] == 200
             await slack.wait_for(lambda c: c.method == "chat.postMessage" and not c.params.get("thread_ts"))
             await asyncio.sleep(2)  # a second investigation would be recorded and posted by now
@@ -266,11 +264,5 @@ def test_a_slack_retry_on_the_other_replica_starts_nothing_new(tmp_path: Path, n
             assert len(store.between(0, 1e12)) == 1
             assert len([c for c in slack.of("chat.postMessage") if not c.params.get("thread_ts")]) == 1
             store.close()
-        finally:
-            await slack.stop()
 
-    try:
-        run(scenario)
-    finally:
-        for p in replicas:
-            _stop(p)
+    run(scenario)
