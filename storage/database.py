@@ -14,6 +14,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -149,12 +150,28 @@ class SqliteDatabase(Database):
         self.path = path
         new = not path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite_utils.Database(sqlite3.connect(path, check_same_thread=False, isolation_level=None))
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=self.BUSY_SECONDS)
+        self._db = sqlite_utils.Database(conn)
         if new:
             os.chmod(path, 0o600)
-        self._db.enable_wal()
-        self._db.conn.execute("pragma busy_timeout = 10000")  # another process's write: wait, not fail
+        self._wal()
         self._depth = 0
+
+    BUSY_SECONDS = 10.0  # another process's write: wait this long, not fail
+
+    def _wal(self) -> None:
+        """Switch the file to WAL once; SQLite may refuse the switch at once (without its busy
+        wait) while another process opens the same new file, so the switch is retried."""
+        deadline = time.monotonic() + self.BUSY_SECONDS
+        while True:
+            try:
+                if self._db.conn.execute("pragma journal_mode").fetchone()[0].lower() != "wal":
+                    self._db.conn.execute("pragma journal_mode = wal")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise Unavailable(f"the SQLite file {self.path.name} cannot be used: {exc}") from exc
+                time.sleep(0.02)
 
     def _run(self, sql: str, args: Sequence[Any]) -> tuple[int, list[dict[str, Any]]]:
         try:
