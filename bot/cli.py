@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Mapping
@@ -257,18 +258,16 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _worker() -> int:
-    from bot.jobs import worker  # the queue's client: only for `worker`
+    from bot.jobs import serve_worker  # the queue's client: only for `worker`
 
     settings = read_settings()
     os.nice(settings.worker_nice)  # investigations are batch work: a replica's acks on this machine come first
-    w = worker(settings)
-    print(f"rcabot worker: {w.max_jobs} investigation(s) at a time from the job queue", file=sys.stderr, flush=True)
-    try:
-        await w.async_run()
-    except asyncio.CancelledError:  # SIGTERM / SIGINT: arq lets running jobs finish, then stops
-        pass
-    finally:
-        await w.close()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):  # running jobs are cancelled and go back to the queue
+        loop.add_signal_handler(sig, stop.set)
+    print(f"rcabot worker: {settings.workers} investigation(s) at a time from the job queue", file=sys.stderr, flush=True)
+    await serve_worker(settings, stop=stop)
     return 0
 
 

@@ -32,7 +32,7 @@ from rca.reasoners import Reasoner
 from rca.reasoners.claude import ClaudeReasoner
 from rca.reasoners.offline import OfflineReasoner
 from rca.replay import suggest
-from rca.search.events import Event, Finished
+from rca.search.events import Event, Finished, Restarted, Waiting
 from rca.sources.protocols import MetricQuery
 from rca.star.audit import Audit, audit
 from rca.star.context import audit_context
@@ -91,6 +91,12 @@ class Chart:
     title: str
 
 
+# With a job queue: a queue that lost a run (Redis restarted without persistence) is given it
+# again this many times; one that cannot be reached is waited for this long (a broker restart
+# takes seconds), retried every few seconds, before the run is failed with that reason.
+QUEUE_RETRIES = 2
+QUEUE_PATIENCE = 120.0
+QUEUE_RECONNECT = 2.0
 ALERTMANAGER = "alertmanager"  # the user an alert-started investigation is recorded under
 
 
@@ -260,24 +266,46 @@ class Desk:
         if not await self.claim_relay(run.id):
             return  # another replica narrates it
         keeper = asyncio.create_task(renew())
+        queue, enqueue, requeued = self.queue, not resume, 0
+        down_since: float | None = None
+        after = await asyncio.to_thread(store.relay_position, run.id) if resume else ""
         try:
-            after = await asyncio.to_thread(store.relay_position, run.id) if resume else ""
-            if not resume:
-                await self.queue.enqueue(run.id, alert_time=run.incident.alert_time)
-            async for p in self.queue.progress(run.id, after=after):
-                if keeper.done():  # the lease went to another replica: it goes on from here
+            while True:
+                try:
+                    if enqueue:
+                        await queue.enqueue(run.id, alert_time=run.incident.alert_time)
+                        enqueue = False
+                    async for p in queue.progress(run.id, after=after):
+                        down_since = None
+                        if keeper.done():  # the lease went to another replica: it goes on from here
+                            return
+                        await asyncio.to_thread(store.relayed, run.id, p.entry)  # before telling: never told twice
+                        after = p.entry
+                        if p.error:
+                            raise RcaError(p.error)
+                        if p.event is not None:
+                            yield p.event
                     return
-                await asyncio.to_thread(store.relayed, run.id, p.entry)  # before telling: never told twice
-                if p.error:
-                    raise RcaError(p.error)
-                if p.event is not None:
-                    yield p.event
-        except JobLost as exc:
-            await asyncio.to_thread(self.store.fail, run.id, str(exc))
-            raise
-        except (OSError, RedisError) as exc:  # the queue cannot be reached: said, and recorded
-            await asyncio.to_thread(self.store.fail, run.id, f"job queue unavailable: {exc}")
-            raise RcaError(f"the job queue is unavailable ({type(exc).__name__}); run the command again") from exc
+                except JobLost as exc:  # the queue lost it (Redis restarted): the record still has it
+                    requeued += 1
+                    if requeued > QUEUE_RETRIES:
+                        await asyncio.to_thread(self.store.fail, run.id, str(exc))
+                        raise
+                    await queue.forget(run.id)
+                    enqueue, after = True, ""
+                    await asyncio.to_thread(store.relayed, run.id, "")  # the new stream is told from its start
+                    yield Restarted(requeued + 1, "the job queue lost it (was Redis restarted?); queued again")
+                except (OSError, RedisError) as exc:  # the queue cannot be reached: wait for it, a while
+                    now = self.clock()
+                    if down_since is None:
+                        down_since = now
+                        yield Waiting(f"the job queue cannot be reached ({type(exc).__name__}); "
+                                      f"waiting up to {QUEUE_PATIENCE:.0f} s for it")  # fmt: skip
+                    elif now - down_since > QUEUE_PATIENCE:
+                        await asyncio.to_thread(self.store.fail, run.id, f"job queue unavailable: {exc}")
+                        raise RcaError(f"the job queue is unavailable ({type(exc).__name__}); "
+                                       "run the command again") from exc  # fmt: skip
+                    await asyncio.sleep(QUEUE_RECONNECT)
         finally:
             keeper.cancel()
             self._running.pop(run.id, None)

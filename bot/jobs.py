@@ -16,8 +16,12 @@ order, and narrates it as it would an investigation of its own.
   lapsed lease is taken by another replica, which goes on from there. The verdict is posted by
   whichever replica first marks it posted, once.
 - Redis here keeps its queue in memory: a Redis restart loses queued jobs and their streams.
-  That loss is detected: a relay that hears nothing for `STALL` seconds asks arq for the job,
-  and a job arq no longer knows ends the run as failed with that reason, in the thread.
+  The record (SQLite or PostgreSQL) keeps the run, so the loss is detected and repaired: a
+  relay that hears nothing for `STALL` seconds asks arq for the job, and a job arq no longer
+  knows is queued again from the record (`bot.desk.QUEUE_RETRIES` times), the thread told so.
+  While Redis cannot be reached at all, the relay waits for it (`bot.desk.QUEUE_PATIENCE`),
+  saying so in the thread; `rcabot worker` reconnects by itself. The ack of a new `/rca` never
+  waits on Redis: the run is recorded and acked first, and queued from the thread's task.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ import asyncio
 import dataclasses
 import json
 import logging
+import signal
 from collections.abc import AsyncIterator
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +40,7 @@ from arq import create_pool
 from arq.connections import ArqRedis, RedisSettings
 from arq.jobs import Job, JobStatus
 from arq.worker import Worker, func
+from redis.exceptions import RedisError
 
 from bot.config import Settings
 from bot.desk import Desk, Run
@@ -75,12 +82,17 @@ class JobQueue:
 
     async def _redis(self) -> ArqRedis:
         if self._pool is None:
-            self._pool = await create_pool(RedisSettings.from_dsn(self.url), default_queue_name=QUEUE)
+            settings = dataclasses.replace(RedisSettings.from_dsn(self.url), conn_retries=0)  # the relay retries
+            self._pool = await create_pool(settings, default_queue_name=QUEUE)
         return self._pool
 
     async def enqueue(self, run_id: str, *, alert_time: float | None = None) -> None:
         """Queue one investigation (a second enqueue of the same run id is ignored by arq)."""
         await (await self._redis()).enqueue_job("investigate", run_id, alert_time, _job_id=run_id)
+
+    async def forget(self, run_id: str) -> None:
+        """Drop what is left of a run's progress stream, before it is queued again."""
+        await (await self._redis()).delete(events_key(run_id))
 
     async def progress(self, run_id: str, *, after: str = "") -> AsyncIterator[Progress]:
         """The run's progress from its first event (or after the entry `after`), in order,
@@ -159,22 +171,53 @@ def job_timeout(settings: Settings) -> float:
     return settings.job_timeout or settings.time_budget + 60.0
 
 
-def worker(settings: Settings, *, telemetry: Telemetry | None = None) -> Worker:
-    """An arq worker running investigations from the queue, `settings.workers` at a time."""
+def worker(settings: Settings, desk: Desk) -> Worker:
+    """An arq worker running investigations from the queue on `desk`, `settings.workers` at a
+    time; its caller handles signals and closes the desk (`serve_worker`)."""
+    if not settings.queue:
+        raise RcaError("rcabot worker needs RCABOT_QUEUE, the redis:// URL the bot enqueues to")
+    timeout = job_timeout(settings)
+    return Worker(
+        functions=[func(investigate, name="investigate", max_tries=MAX_TRIES, timeout=timeout)],
+        redis_settings=RedisSettings.from_dsn(settings.queue), queue_name=QUEUE, max_jobs=settings.workers,
+        job_timeout=timeout, keep_result=3600, ctx={"desk": desk}, handle_signals=False,
+    )  # fmt: skip
+
+
+async def serve_worker(settings: Settings, *, telemetry: Telemetry | None = None, stop: asyncio.Event,
+                       reconnect: float = 1.0) -> None:  # fmt: skip
+    """Run investigations from the queue until `stop` is set; a Redis that cannot be reached
+    (down, restarted) is reconnected to, every `reconnect` seconds doubling up to 30, and a
+    job it dropped is queued again by the relay that waits for it (bot.desk)."""
     if not settings.queue:
         raise RcaError("rcabot worker needs RCABOT_QUEUE, the redis:// URL the bot enqueues to")
     store = Store(settings.db, recover=False)  # the runs marked running are other workers' too
     tele = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
     desk = Desk.from_settings(settings, telemetry=tele, store=store)
-
-    async def shutdown(ctx: dict[str, Any]) -> None:
+    delay = reconnect
+    try:
+        while not stop.is_set():
+            w = worker(settings, desk)
+            running = asyncio.create_task(w.async_run())
+            stopping = asyncio.create_task(stop.wait())
+            await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if stop.is_set():
+                w.handle_sig(signal.SIGTERM)  # its jobs are cancelled: arq retries them on another worker
+            try:
+                await running
+                delay = reconnect
+            except asyncio.CancelledError:
+                pass
+            except (OSError, RedisError) as exc:
+                log.warning("the job queue cannot be reached (%s: %s); reconnecting in %.0f s",
+                            type(exc).__name__, str(exc)[:200], delay)  # fmt: skip
+            with suppress(OSError, RedisError):
+                await w.close()
+            if not stop.is_set():
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                delay = min(delay * 2, 30.0)
+    finally:
         desk.close()
         store.close()
-
-    timeout = job_timeout(settings)
-    return Worker(
-        functions=[func(investigate, name="investigate", max_tries=MAX_TRIES, timeout=timeout)],
-        redis_settings=RedisSettings.from_dsn(settings.queue), queue_name=QUEUE, max_jobs=settings.workers,
-        job_timeout=timeout, keep_result=3600, on_shutdown=shutdown,
-        ctx={"desk": desk}, handle_signals=True,
-    )  # fmt: skip

@@ -20,6 +20,7 @@ from rca.search.events import (
     HypothesesRanked,
     IterationStarted,
     Restarted,
+    Waiting,
 )
 
 AGENT = {"metric": "📈 metrics", "log": "📜 logs", "trace": "🧵 traces"}
@@ -79,6 +80,8 @@ class Narrator:
         if isinstance(event, Restarted):
             self._turn, self._lead = _Turn(), None  # what the stopped run read is read again
             return [f"↻ restarted (attempt {event.attempt}): {_clip(event.reason, 160)}"]
+        if isinstance(event, Waiting):
+            return [*self._flush(), f"⏸ {_clip(event.reason, 200)}"]
         return []
 
     def _flush(self) -> list[str]:

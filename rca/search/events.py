@@ -67,10 +67,17 @@ class Restarted:
     reason: str
 
 
-Event = IterationStarted | ActionTaken | EvidenceFound | HypothesesRanked | Handoff | Finished | Restarted
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """The investigation is held up by something outside it (its job queue is unreachable)."""
+
+    reason: str
+
+
+Event = IterationStarted | ActionTaken | EvidenceFound | HypothesesRanked | Handoff | Finished | Restarted | Waiting
 
 _KINDS: dict[str, type] = {c.__name__: c for c in (IterationStarted, ActionTaken, EvidenceFound, HypothesesRanked,
-                                                   Handoff, Finished, Restarted)}  # fmt: skip
+                                                   Handoff, Finished, Restarted, Waiting)}  # fmt: skip
 
 
 def event_to_json(event: Event) -> dict[str, object]:

@@ -1,7 +1,7 @@
 """Investigations as jobs: the real slack-bolt app enqueues on the machine's Redis (arq), a real
 `rcabot worker` process runs them against the shared PostgreSQL record, and the thread is
 narrated from the run's progress stream. A worker SIGKILLed mid-investigation is replaced and
-the thread says it restarted, with one verdict; a job the queue lost is said, not waited on.
+the thread says it restarted, with one verdict; a broker restart loses no run and holds no ack.
 Without Redis or PostgreSQL these skip, except under CI, where they fail."""
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -152,31 +154,82 @@ def test_a_worker_killed_mid_investigation_is_replaced(tmp_path: Path, nezha_sli
         client.close()
 
 
-def test_a_job_the_queue_lost_is_said_in_the_thread(tmp_path: Path, nezha_slice: Path, postgres_url: str,
-                                                    redis_url: str) -> None:  # fmt: skip
+@pytest.fixture()
+def own_redis(tmp_path: Path) -> Iterator[tuple[str, Callable[[], subprocess.Popen[bytes]]]]:
+    """A Redis server of this test's own, without persistence as the machine's, so that the
+    test can SIGKILL it and start it again on the same port: its URL and how to start it."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is not installed under CI")
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                 "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        procs.append(proc)
+        return proc
+
+    yield f"redis://127.0.0.1:{port}/0", start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_a_broker_restart_loses_no_investigation_and_holds_no_ack(
+        tmp_path: Path, nezha_slice: Path, postgres_url: str,
+        own_redis: tuple[str, Callable[[], subprocess.Popen[bytes]]]) -> None:  # fmt: skip
+    """Redis SIGKILLed with one run queued and no worker: a `/rca` sent while it is down is acked
+    at once; once Redis is back (empty), the worker reconnects by itself, the lost run is queued
+    again from the record and the waiting one is queued, and each gets one verdict."""
     import redis
 
-    client = redis.Redis.from_url(redis_url)
+    url, start = own_redis
+    broker = start()
+    client = redis.Redis.from_url(url)
+    for _ in range(100):
+        with suppress(redis.ConnectionError):
+            if client.ping():
+                break
+        time.sleep(0.05)
+    worker: subprocess.Popen[bytes] | None = None
 
     async def scenario() -> None:
-        async with running(tmp_path, nezha_slice, settings_={"db": postgres_url, "queue": redis_url}) as (bot, slack, url):
+        nonlocal broker, worker
+        async with running(tmp_path, nezha_slice, settings_={"db": postgres_url, "queue": url}) as (bot, slack, events):
             assert bot.desk.queue is not None
             bot.desk.queue.stall = 1.0
-            await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
-            for _ in range(100):  # queued, no worker running: then Redis loses everything
+            await post(events, command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="lost.1"))
+            for _ in range(200):  # queued, no worker yet
                 if client.zcard(QUEUE):
                     break
                 await asyncio.sleep(0.05)
-            client.flushdb()
-            said = lambda c: "no longer holds" in str(c.params)  # noqa: E731
-            await slack.wait_for(lambda c: said(c) and c.method == "chat.stopStream", timeout=30)  # in the thread
-            await slack.wait_for(lambda c: said(c) and c.method == "chat.update")  # and on the parent
+            assert client.zcard(QUEUE) == 1
+            broker.send_signal(signal.SIGKILL)
+            broker.wait(10)
+            worker = _worker(postgres_url, url, nezha_slice)  # starts with no Redis to reach
+            status, _, seconds = await post(events, command_body("Frontend 10m", response_url=slack.response_url(),
+                                                                 channel="C0OTHER", trigger_id="down.1"))  # fmt: skip
+            assert status == 200 and seconds < 3.0  # acked; the queue is not waited on
+            await slack.wait_for(lambda c: "cannot be reached" in str(c.params), timeout=30)  # said in its thread
+            broker = start()  # back, and empty
+            verdicts = lambda: [c for c in slack.of("chat.postMessage") if REPAIR in blocks_text(c)]  # noqa: E731
+            await slack.wait_for(lambda c: len(verdicts()) == 2, timeout=150)
+            assert "queued again" in " ".join(str(c.params) for c in slack.calls)
+            await asyncio.sleep(2)  # a duplicate would come now
+            assert len(verdicts()) == 2
             rows = bot.store.between(0, 1e12)
-            assert rows[0].status == "failed" and "no longer holds" in rows[0].error
+            assert len(rows) == 2
+            assert all(r.status == "done" for r in rows), [(r.status, r.error) for r in rows]
 
     try:
         run(scenario)
     finally:
+        if worker is not None:
+            _stop(worker)
         client.close()
 
 
