@@ -1,80 +1,80 @@
-"""The database behind the bot goes away and comes back: `/rca` is answered with a clear
+"""The database behind the bot is killed and comes back: `/rca` is answered with a clear
 "storage unavailable", never dropped, and works again once the database is back.
 
-The bot keeps its record in the real PostgreSQL, reached through a TCP relay this test can cut
-(stopping the machine's server would take it from every other test)."""
+The bot keeps its record in a PostgreSQL server of this test's own (the machine's server
+serves every other test), started from the machine's PostgreSQL binaries, SIGKILLed with all
+its backends, and started again on the same data, which it recovers. Without those binaries
+the test skips, except under CI, where it fails."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+import pytest
 
 from tests.bot.slack_standin import command_body, free_port
 from tests.bot.test_slack_app import post, run, running
 
 
-class Relay:
-    """A TCP relay to one address, on a thread of its own (the bot's database calls block their
-    thread); `cut()` closes it and every connection through it, `open()` listens again."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.port = free_port()
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
-
-    async def open(self) -> None:
-        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._open(), self._loop))
-
-    async def cut(self) -> None:
-        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._cut(), self._loop))
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._cut(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    async def _open(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-
-    async def _cut(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-        for w in list(self._writers):
-            w.close()
-        self._writers.clear()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection(*self.target)
-        self._writers |= {writer, up_writer}
-
-        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(ConnectionError, OSError):
-                while data := await r.read(65536):
-                    w.write(data)
-                    await w.drain()
-            w.close()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+def _binary(name: str) -> str:
+    found = shutil.which(name) or next((str(p) for p in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))), None)
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} (PostgreSQL's server) is not installed under CI")
+        pytest.skip(f"{name} (PostgreSQL's server) is not installed")
+    return found
 
 
-def test_rca_says_storage_is_unavailable_and_recovers(tmp_path: Path, nezha_slice: Path, postgres_url: str) -> None:
-    url = urlsplit(postgres_url)
+@pytest.fixture()
+def own_postgres() -> Iterator[tuple[str, Callable[[], subprocess.Popen[bytes]]]]:
+    """A PostgreSQL server of this test's own: its URL and how to start it (again)."""
+    initdb, postgres = _binary("initdb"), _binary("postgres")
+    user = "postgres" if os.geteuid() == 0 else None  # the server refuses to run as root
+    home = Path(tempfile.mkdtemp(prefix="rcabot-pg-"))  # not under pytest's root-only folder
+    if user:
+        shutil.chown(home, user)
+    subprocess.run([initdb, "-D", str(home / "data"), "-A", "trust", "-U", "postgres"], user=user, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    port = free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([postgres, "-D", str(home / "data"), "-p", str(port), "-k", str(home),
+                                 "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"], user=user,
+                                start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        procs.append(proc)
+        for _ in range(200):
+            if subprocess.run([_binary("pg_isready"), "-h", "127.0.0.1", "-p", str(port)], capture_output=True).returncode == 0:
+                return proc
+            time.sleep(0.05)
+        raise AssertionError("the test's PostgreSQL did not start")
+
+    yield f"postgresql://postgres@127.0.0.1:{port}/postgres", start
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_rca_says_storage_is_unavailable_and_recovers(tmp_path: Path, nezha_slice: Path,
+                                                     own_postgres: tuple[str, Callable[[], subprocess.Popen[bytes]]]) -> None:  # fmt: skip
+    url, start = own_postgres
+    server = start()
 
     async def scenario() -> None:
-        relay = Relay(url.hostname or "127.0.0.1", url.port or 5432)
-        await relay.open()
-        through = urlunsplit(url._replace(netloc=f"{url.username}@127.0.0.1:{relay.port}"))
-        async with running(tmp_path, nezha_slice, settings_={"db": through}) as (bot, slack, endpoint):
-            await relay.cut()
+        nonlocal server
+        async with running(tmp_path, nezha_slice, settings_={"db": url}) as (bot, slack, endpoint):
+            os.killpg(server.pid, signal.SIGKILL)  # the postmaster and every backend
+            server.wait(10)
             status, body, _ = await post(endpoint, command_body("Frontend 10m", response_url=slack.response_url(),
                                                                 trigger_id="t-down"))  # fmt: skip
             assert status == 200  # acked: Slack shows no "dispatch failed"
@@ -84,7 +84,7 @@ def test_rca_says_storage_is_unavailable_and_recovers(tmp_path: Path, nezha_slic
                 await asyncio.sleep(0.1)
             assert slack.responses and "Storage unavailable" in slack.responses[0]["text"]
             assert not slack.of("chat.postMessage")  # nothing posted for a run that was never recorded
-            await relay.open()  # the database is back: the next command runs
+            server = start()  # the database is back (recovered from its crash): the next command runs
             status, _, _ = await post(endpoint, command_body("Frontend 10m", response_url=slack.response_url(),
                                                              trigger_id="t-back"))  # fmt: skip
             for _ in range(300):
@@ -92,6 +92,5 @@ def test_rca_says_storage_is_unavailable_and_recovers(tmp_path: Path, nezha_slic
                     break
                 await asyncio.sleep(0.1)
             assert [r.service for r in bot.store.between(0, 1e12)] == ["Frontend"]
-        relay.stop()
 
     run(scenario)
