@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import threading
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,40 @@ from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
 T = TypeVar("T")
+
+
+_Index = tuple[dict[str, LatencyShift], dict[str, LatencyShift]]
+
+
+def _index(ref: Sequence[Span], now: Sequence[Span]) -> _Index:
+    """Own-time and network-gap shifts, by service and by call edge."""
+    (o0, g0), (o1, g1) = timings(ref), timings(now)
+    return {s.subject: s for s in latency_shifts(o0, o1)}, {s.subject: s for s in latency_shifts(g0, g1)}
+
+
+class _LastIndex:
+    """The last trace index computed, kept with the source objects and windows it came from:
+    the audit that follows an investigation of the same incident reads the same spans, and
+    recomputing their timings would double the trace work. One entry, so nothing piles up in
+    a long-running bot; the sources are held, so an identity is never reused while kept."""
+
+    def __init__(self) -> None:
+        self._entry: tuple[tuple[object, ...], _Index] | None = None
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[object, ...], compute: Callable[[], _Index], *, keep: bool = True) -> _Index:
+        with self._lock:
+            entry = self._entry
+        if entry is not None and len(entry[0]) == len(key) and all(a is b or a == b for a, b in zip(entry[0], key, strict=True)):
+            return entry[1]
+        value = compute()
+        if keep:
+            with self._lock:
+                self._entry = (key, value)
+        return value
+
+
+_LAST_TRACE_INDEX = _LastIndex()
 
 
 def _known(t: float) -> float | None:
@@ -347,10 +382,15 @@ class Toolbox:
                 self._own, self._gaps = {}, {}
                 ref_spans, now_spans = await self._span_reads()
                 if now_spans or ref_spans:
-                    (o0, g0), (o1, g1) = timings(ref_spans), timings(now_spans)
-                    self._own = {s.subject: s for s in latency_shifts(o0, o1)}
-                    self._gaps = {s.subject: s for s in latency_shifts(g0, g1)}
+                    self._own, self._gaps = _LAST_TRACE_INDEX.get(self._trace_sources(), lambda: _index(ref_spans, now_spans),
+                                                                  keep="traces" not in self.failed)  # fmt: skip
             return self._own, self._gaps
+
+    def _trace_sources(self) -> tuple[object, ...]:
+        """What the trace index is computed from: the sources and windows (not their spans)."""
+        normal = self.incident.normal_for(Modality.TRACES)
+        readers = tuple(p.traces for p in normal.parts() if p.traces is not None) if normal is not None else ()
+        return (self.incident.sources.traces, readers, normal.window if normal is not None else None, self.incident.window)
 
     @_memoised
     async def spans(self, entity: str) -> ToolResult:

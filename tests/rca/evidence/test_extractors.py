@@ -58,6 +58,24 @@ def test_trace_evidence_reports_own_time_and_gaps(toolbox: Toolbox) -> None:
     assert all(r.status in ("ok", "no_data") for r in found)
 
 
+def test_an_audit_after_an_investigation_reuses_its_span_timings_and_another_window_does_not() -> None:
+    """Two toolboxes on one incident (the investigation's, then the audit's) find the same trace
+    evidence from one computation of the span timings; another window is computed afresh."""
+    from rca.replay import with_window
+    from tests.conftest import NEZHA_SLICE
+
+    (case,) = find_cases(NEZHA_SLICE)
+    first, second = Toolbox(case.incident), Toolbox(case.incident)
+    a = asyncio.run(first.spans("ts-order-service"))
+    b = asyncio.run(second.spans("ts-order-service"))
+    assert [(e.subject, e.score) for e in a.evidence] == [(e.subject, e.score) for e in b.evidence]
+    assert first._own is second._own  # one computation
+    w = case.incident.window
+    other = Toolbox(with_window(case.incident, Window(w.start - 120, w.end - 120)))
+    asyncio.run(other.spans("ts-order-service"))
+    assert other._own is not first._own and other._own is not None
+
+
 def test_robust_z_floors_a_flat_baseline() -> None:
     z = robust_z(np.full(50, 100.0), np.array([100.0, 95.0]))
     assert z[0] == 0 and z[1] == pytest.approx(-50.0)  # 0.1 % of the median
