@@ -146,24 +146,19 @@ def read_spans(path: Path) -> list[Span]:
     """Spans of one trace file."""
     cols = ("TraceID", "SpanID", "ParentID", "PodName", "OperationName")
     frame = read_csv(path, required=cols, dtype=str, skip_bad_lines=True).fillna("")
-    starts = _nano_or_text(frame, "StartTimeUnixNano", "StartTime", path)
-    ends = _nano_or_text(frame, "EndTimeUnixNano", "EndTime", path)
-    status = frame["Status"] if "Status" in frame.columns else [""] * len(frame)
-    out = []
-    for row, start, end, st in zip(
-        frame[list(cols)].itertuples(index=False), starts, ends, status, strict=True
-    ):
-        trace_id, span_id, parent, pod, op = row
-        out.append(
-            Span(
-                trace_id=trace_id, span_id=span_id,
-                parent_id="" if parent in ("", "root", "0", "null") else parent,
-                entity=service_of_pod(pod), operation=op, start=float(start), end=float(end),
-                status=SpanStatus.ERROR if str(st).lower() in ("error", "2") else SpanStatus.UNSET,
-                instance=pod,
-            )
-        )  # fmt: skip
-    return out
+    starts = _nano_or_text(frame, "StartTimeUnixNano", "StartTime", path).tolist()
+    ends = _nano_or_text(frame, "EndTimeUnixNano", "EndTime", path).tolist()
+    traces, spans, parents, pods, ops = (frame[c].tolist() for c in cols)  # plain lists: a column iterates slowly
+    status = frame["Status"].tolist() if "Status" in frame.columns else [""] * len(frame)
+    services = {pod: service_of_pod(pod) for pod in set(pods)}
+    no_parent = ("", "root", "0", "null")
+    return [
+        Span(trace_id=trace_id, span_id=span_id, parent_id="" if parent in no_parent else parent,
+             entity=services[pod], operation=op, start=start, end=end,
+             status=SpanStatus.ERROR if str(st).lower() in ("error", "2") else SpanStatus.UNSET, instance=pod)
+        for trace_id, span_id, parent, pod, op, start, end, st in zip(
+            traces, spans, parents, pods, ops, starts, ends, status, strict=True)
+    ]  # fmt: skip
 
 
 def read_metrics(path: Path) -> tuple[list[Series], bool]:
