@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -74,6 +74,29 @@ class AlreadyRunning(InputError):
 
 
 @dataclass(frozen=True, slots=True)
+class Standing:
+    """Where a verdict's trust (rca.star.audit.Audit.trust) stands among the bot's earlier
+    verdicts. The audit orders verdicts well by how likely they are wrong, but no principle
+    sets a trust value below which one is: so the bot flags the quarter of its verdicts it
+    trusts least (docs/benchmarks.md: right about half the time, the rest about nine in ten),
+    once it has given enough verdicts to tell a quarter."""
+
+    above: int  # earlier verdicts the audit trusted more
+    of: int  # earlier verdicts compared with
+
+    MIN_PAST = 20
+    DOUBTFUL_SHARE = 0.75
+
+    @classmethod
+    def among(cls, trust: float, earlier: Sequence[float]) -> Standing:
+        return cls(sum(1 for t in earlier if t > trust), len(earlier))
+
+    @property
+    def doubtful(self) -> bool:
+        return self.of >= self.MIN_PAST and self.above >= self.DOUBTFUL_SHARE * self.of
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """A finished investigation: its trace and STAR's audit of it."""
 
@@ -83,6 +106,7 @@ class Verdict:
     trace: Trace
     audit: Audit
     similar: tuple[InvestigationRow, ...] = ()  # earlier incidents with the same verdict
+    standing: Standing | None = None  # where its trust stands among the bot's earlier verdicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,8 +373,9 @@ class Desk:
         trace, verdict_audit = await self._audited(incident, row.trace)
         similar = await asyncio.to_thread(self.store.similar, channel=row.channel, top_service=row.top_service,
                                           top_fault=row.top_fault, before=row.created)  # fmt: skip
+        earlier = await asyncio.to_thread(self.store.trusts, before=row.created)
         verdict = Verdict(row.id, row.service, Window(row.window_start, row.window_end), trace,
-                          verdict_audit, tuple(similar))  # fmt: skip
+                          verdict_audit, tuple(similar), Standing.among(verdict_audit.trust, earlier))  # fmt: skip
         return verdict, incident
 
     # -- following up ------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.desk import Run, Summary, Verdict
+from bot.desk import Run, Standing, Summary, Verdict
 from bot.narration import readable
 from bot.runbooks import Runbook
 from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, RESUME, VERIFY, WRONG
@@ -22,6 +22,7 @@ from rca.model import Cost, Window, to_iso
 from rca.redact import redact
 from rca.star.audit import Audit
 from rca.star.repair import RepairResult
+from rca.star.support import CHECKS as TELEMETRY_CHECKS
 from rca.star.verify import VerificationRun
 from rca.trace import Trace
 
@@ -90,8 +91,10 @@ def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = Non
     service, fault, confidence, _ = ranking[0]
     head = f"{'Repaired verdict' if repaired else 'Likely cause'}: {service} — {_fault(fault)} ({confidence:.0%})"
     others = ", ".join(f"{plain(s)} ({_fault(f)}, {c:.0%})" for s, f, c, _ in ranking[1:3])
-    blocks = [{"type": "header", "text": {"type": "plain_text", "text": clip(head, 150)}},
-              section(f"*Why*\n{_why(t)}" + (f"\n_Other candidates_: {others}" if others else ""))]  # fmt: skip
+    blocks = [{"type": "header", "text": {"type": "plain_text", "text": clip(head, 150)}}]
+    if v.standing is not None and v.standing.doubtful and not repaired:
+        blocks.append(section(doubt(v.audit, v.standing)))
+    blocks.append(section(f"*Why*\n{_why(t)}" + (f"\n_Other candidates_: {others}" if others else "")))
     path = _chain(t)
     if path:
         blocks.append(section(f"*Path to the symptom*\n{path}"))
@@ -177,6 +180,16 @@ def _owner(owner: str) -> str:
     if _SLACK_ID.match(owner):
         return f"<@{owner}>" if owner.startswith("U") else f"<!subteam^{owner}>"
     return plain(owner)
+
+
+def doubt(a: Audit, standing: Standing) -> str:
+    """The plain warning on a verdict the audit trusts less than most: how much less, the check
+    that fell shortest (the telemetry's own, where one did), and the way to re-check it."""
+    failed = sorted((c for c in a.criteria if c.violated), key=lambda c: (c.name not in TELEMETRY_CHECKS, c.score))
+    check = f" Weakest check: *{failed[0].name.replace('_', ' ')}*: {plain(clip(failed[0].explanation, 200))}." if failed else ""
+    return (f"⚠️ *This verdict may be wrong.* The reasoning check trusts it less than {standing.above} of this "
+            f"bot's last {standing.of} verdicts (trust {a.trust:.2f}).{check} *Repair reasoning* re-checks it; "
+            "*Run checks* tests the leading causes against each other.")  # fmt: skip
 
 
 def _audit_line(a: Audit) -> str:

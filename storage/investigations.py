@@ -9,6 +9,7 @@ investigation still marked running when the process starts again is marked inter
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -183,6 +184,22 @@ class Store:
             "and top_fault = ? and created < ? order by created desc limit ?",
             [channel, top_service, top_fault, before, limit])  # fmt: skip
         return [_investigation(r) for r in rows]
+
+    def trusts(self, *, before: float, limit: int = 200) -> list[float]:
+        """How far the audit trusted each of the last `limit` verdicts given before `before`,
+        in any channel (a trust value names nothing): where a new verdict stands among them."""
+        rows = self._db.query(
+            "select audit from investigations where status = 'done' and audit like ? and created < ? "
+            "order by created desc limit ?", ['%"trust"%', before, limit])  # fmt: skip
+        out = []
+        for r in rows:
+            try:
+                trust = json.loads(r["audit"]).get("trust")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(trust, int | float) and math.isfinite(trust):
+                out.append(float(trust))
+        return out
 
     # -- relaying a queued investigation (several replicas) --------------------------------------
     def lease(self, id: str, *, owner: str, until: float, now: float) -> bool:

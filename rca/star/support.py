@@ -28,6 +28,7 @@ from rca.trace import Trace
 
 HYPOTHESES = "hypothesis_set"
 ANALYSIS = "analysis_structure"
+CHECKS = ("independent_lead", "began_first")  # the criteria that re-read the telemetry
 
 
 def current(trace: Trace) -> list[Evidence]:

@@ -79,3 +79,35 @@ def test_a_bad_runbook_file_is_refused_by_name(tmp_path: Path, text: str) -> Non
     book.write_text(text)
     with pytest.raises(InputError, match="RCABOT_RUNBOOKS"):
         load_runbooks(book)
+
+
+def test_a_verdict_trusted_less_than_most_says_it_may_be_wrong_and_names_its_weakest_check() -> None:
+    from bot.desk import Standing
+
+    trace = demo_trace()
+    a = audit(trace, AuditContext(nx.DiGraph()))
+    plain_verdict = Verdict("inv-1", "Frontend", Window(0, 600), trace, a)
+    assert "may be wrong" not in json.dumps(render.verdict(plain_verdict)[1])  # nothing earlier to compare with
+    below = [a.trust + 0.1 * (i + 1) for i in range(30)] + [a.trust / 2] * 5  # 30 of 35 trusted more
+    doubtful = replace(plain_verdict, standing=Standing.among(a.trust, below))
+    assert doubtful.standing is not None and doubtful.standing.doubtful
+    blocks = render.verdict(doubtful)[1]
+    warning = blocks[1]["text"]["text"]  # right under the headline, not in the small print
+    assert "may be wrong" in warning and "30 of this bot's last 35" in warning
+    violated = {c.name.replace("_", " ") for c in a.criteria if c.violated}
+    assert not violated or any(name in warning for name in violated)
+    assert REPAIR in [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    few = replace(plain_verdict, standing=Standing.among(a.trust, below[:10]))  # too few to tell a quarter
+    assert "may be wrong" not in json.dumps(render.verdict(few)[1])
+    trusted = replace(plain_verdict, standing=Standing.among(a.trust, [a.trust / 2] * 30))
+    assert "may be wrong" not in json.dumps(render.verdict(trusted)[1])
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.01, 100.0])
+def test_standing_depends_on_order_alone(scale: float) -> None:
+    from bot.desk import Standing
+
+    earlier = [i / 40 for i in range(40)]
+    s = Standing.among(0.21 * scale, [t * scale for t in earlier])
+    assert (s.above, s.of) == (31, 40) and s.doubtful  # 9 of the 40 were trusted less
+    assert not Standing.among(1.9 * scale, [t * scale for t in earlier]).doubtful

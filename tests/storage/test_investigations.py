@@ -89,3 +89,19 @@ def test_a_replica_with_a_job_queue_leaves_running_investigations_to_the_workers
     assert row is not None and row.status == "running" and replica.recovered == ()
     first.close()
     replica.close()
+
+
+def test_trusts_are_the_last_verdicts_before_a_time_in_any_channel(record: str) -> None:
+    store = Store(record)
+    for i, (channel, trust) in enumerate([("C1", 0.2), ("C2", 0.5), ("C1", 0.9)]):
+        store.start(id=f"t-{i}", service="api", window=(0.0, 60.0), channel=channel, user="U1", engine="lats")
+        store.finish(f"t-{i}", trace=TRACE, audit={**AUDIT, "trust": trust})
+    store.start(id="old-audit", service="api", window=(0.0, 60.0), channel="C1", user="U1", engine="lats")
+    store.finish("old-audit", trace=TRACE, audit=AUDIT)  # written before trust was recorded: skipped
+    store.start(id="running", service="api", window=(0.0, 60.0), channel="C1", user="U1", engine="lats")
+    last = store.investigation("t-2")
+    assert last is not None
+    assert sorted(store.trusts(before=1e12)) == [0.2, 0.5, 0.9]
+    assert sorted(store.trusts(before=last.created)) == [0.2, 0.5]  # only what came before
+    assert len(store.trusts(before=1e12, limit=2)) == 2
+    store.close()
