@@ -106,6 +106,36 @@ def test_renaming_every_service_everywhere_changes_nothing(nezha_slice: Path, tm
     assert _answer(after)[0] == (_opaque(lats[0][0]), *lats[0][1:])
 
 
+def test_renaming_every_petshop_node_changes_nothing(petshop_slice: Path, tmp_path: Path) -> None:
+    """Every node of the service map (AWS resources, endpoints, the entry) given an opaque name
+    in the graph, the metrics' headers and the labels: the same hypotheses with the same values."""
+    shutil.copytree(petshop_slice, tmp_path / "renamed")
+    for graph in (tmp_path / "renamed").rglob("graph.csv"):
+        rows = list(csv.reader(graph.open()))
+        rows = [[_opaque(c) if c else c for c in rows[0]]] + [[_opaque(r[0]), *r[1:]] for r in rows[1:]]
+        with graph.open("w", newline="") as f:
+            csv.writer(f).writerows(rows)
+    for metrics in (tmp_path / "renamed").rglob("metrics.csv"):
+        rows = list(csv.reader(metrics.open()))
+        rows[0] = [rows[0][0], *(_opaque(c) for c in rows[0][1:])]  # the row of node names
+        with metrics.open("w", newline="") as f:
+            csv.writer(f).writerows(rows)
+    for target in (tmp_path / "renamed").rglob("target.json"):
+        doc = json.loads(target.read_text())
+        doc["target"]["node"] = _opaque(doc["target"]["node"])
+        doc["root_cause"]["node"] = _opaque(doc["root_cause"]["node"])
+        target.write_text(json.dumps(doc))
+    originals = {c.id.split("/", 1)[1]: c for c in find_cases(petshop_slice)}
+    renamed = find_cases(tmp_path / "renamed")
+    assert len(renamed) == len(originals) > 0
+    for case in renamed:
+        original = originals[case.id.split("/", 1)[1]]
+        assert case.label.service == _opaque(original.label.service)
+        before, after = _placed(original), _placed(case, like=original)
+        assert [(_opaque(s), f, v) for s, f, v in _survey(before)] == _survey(after)
+        assert _answer(after) == [(_opaque(s), f, v) for s, f, v in _answer(before)]
+
+
 # -- the calendar --------------------------------------------------------------------------
 def _later(day: str) -> str:
     return (datetime.strptime(day, "%Y-%m-%d") + timedelta(days=DAYS)).strftime("%Y-%m-%d")
