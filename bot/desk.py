@@ -362,9 +362,9 @@ class Desk:
 
     async def verdict(self, id: str) -> Verdict:
         """A finished investigation with its audit and earlier incidents like it."""
-        return (await self._verdict(id))[0]
+        return (await self.verdict_and_incident(id))[0]
 
-    async def _verdict(self, id: str) -> tuple[Verdict, Incident]:
+    async def verdict_and_incident(self, id: str) -> tuple[Verdict, Incident]:
         """The verdict and the incident it was read from: one lookup, one audit."""
         row = await self._row(id)
         if row.trace is None:
@@ -384,7 +384,7 @@ class Desk:
         """STAR's repair of an investigation's trace: the verdict before, the repaired one (now
         the investigation's verdict) and the repair. `progress` sees each step on the caller's
         event loop as the repair takes it."""
-        before, incident = await self._verdict(id)
+        before, incident = await self.verdict_and_incident(id)
         ctx = RepairContext(await self._audit_context(incident), recollector(incident))
         loop = asyncio.get_running_loop()
 
@@ -415,7 +415,7 @@ class Desk:
 
     async def verify(self, id: str) -> VerificationRun:
         """Run the verification tests of an investigation's report against the telemetry."""
-        verdict, incident = await self._verdict(id)
+        verdict, incident = await self.verdict_and_incident(id)
         run = await self._in_worker(run_tests, verdict.trace, Toolbox(incident))
         await asyncio.to_thread(self.store.add_verification, id, run.to_json())
         return run
@@ -444,12 +444,12 @@ class Desk:
 
     async def ask(self, id: str, question: str, *, user: str) -> tuple[Answer, Chart | None]:
         """Answer a follow-up question from the stored investigation, with a chart when asked."""
-        verdict, incident = await self._verdict(id)
+        verdict, incident = await self.verdict_and_incident(id)
         parsed = parse_question(question[:2000], services=entities_of(verdict.trace))
         reply = answer(parsed, verdict.trace)
         if isinstance(self.reasoner, ClaudeReasoner) and reply.chart is None:  # free-form questions too
             reply = await self._model_answer(question, verdict.trace) or reply
-        chart = await self._chart_for(verdict, incident, reply.chart) if reply.chart is not None else None
+        chart = await self.chart_for(verdict, incident, reply.chart) if reply.chart is not None else None
         text = reply.text if reply.chart is None or chart is not None else (
             f"I found no metric matching {reply.chart.metric!r} for {reply.chart.entity}.")
         await asyncio.to_thread(self.store.add_question, id, user=user, question=question, answer=text)
@@ -468,10 +468,10 @@ class Desk:
     async def chart(self, id: str, request: ChartRequest | None = None) -> Chart | None:
         """A PNG of a metric around the onset: the one asked for, else the root cause's most
         anomalous metric; None when there is no such metric."""
-        verdict, incident = await self._verdict(id)
-        return await self._chart_for(verdict, incident, request)
+        verdict, incident = await self.verdict_and_incident(id)
+        return await self.chart_for(verdict, incident, request)
 
-    async def _chart_for(self, verdict: Verdict, incident: Incident, request: ChartRequest | None) -> Chart | None:
+    async def chart_for(self, verdict: Verdict, incident: Incident, request: ChartRequest | None = None) -> Chart | None:
         request = request or decisive_signal(verdict.trace)
         if request is None or incident.sources.metrics is None:
             return None
@@ -512,8 +512,8 @@ class Desk:
     async def _audit_context(self, incident: Incident) -> AuditContext:
         """The audit's view of an incident (a scan of its telemetry), read once per incident."""
         ctx = self._contexts.get(incident.id)
-        if ctx is None:
-            ctx = self._contexts[incident.id] = await audit_context(incident)
+        if ctx is None:  # a scan of every modality: seconds of CPU, kept off the event loop (acks wait on it)
+            ctx = self._contexts[incident.id] = await self._in_thread(audit_context, incident)
             while len(self._contexts) > 64:
                 self._contexts.pop(next(iter(self._contexts)))
         return ctx

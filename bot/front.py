@@ -224,10 +224,11 @@ class SlackFront:
         await self._post_verdict(run, ts, parent_ts or ts)
 
     async def _post_verdict(self, run: Run, ts: str, parent_ts: str) -> None:
-        verdict = await self.desk.verdict(run.id)
+        verdict, incident = await self.desk.verdict_and_incident(run.id)  # one lookup and audit for both
         text, blocks = render.verdict(verdict, runbook=self._runbook(verdict))
         await self._post(run.channel, ts, text, blocks)
-        await self._chart(run.channel, ts, await self.desk.chart(run.id), "The root cause's most anomalous signal")
+        await self._chart(run.channel, ts, await self.desk.chart_for(verdict, incident),
+                          "The root cause's most anomalous signal")  # fmt: skip
         top = verdict.trace.decision.ranking[0] if verdict.trace.decision.ranking else None
         status = (f"✅ done — *{render.plain(top[0])}* ({top[1]}, {top[2]:.0%}) · STAR S {verdict.audit.score:.2f}"
                   if top else "✅ done — no root cause found")  # fmt: skip
