@@ -145,7 +145,8 @@ def render_coverage(rows: Sequence[Coverage]) -> str:
     head = (f"{'group':<28} {'engine':<{width}} {'cases':>5} {'AC@1':>6} {'AUROC':>6} {'AUC S':>6} {'accept':>6} "
             f"{'AC@1 acc':>8} {'AC@1 flag':>9}{kept}")  # fmt: skip
     lines = ["audit (STAR, default thresholds) as a predictor of a wrong first place "
-             "(AUROC: of trust = S x support; AUC S: of the form score alone; @N%: AC@1 on the N% most trusted)",
+             "(AUROC: of trust = S x support; AUC S: of the form score alone; @N%: AC@1 on the N% most trusted; "
+             "@75% is what the verdicts the bot does not flag would score: it flags the least-trusted quarter)",
              head, "-" * len(head)]  # fmt: skip
     for c in rows:
         at = "".join(f" {acc:>6.3f}" for _, acc in c.at_coverage)
