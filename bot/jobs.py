@@ -173,9 +173,8 @@ def job_timeout(settings: Settings) -> float:
 
 def worker(settings: Settings, desk: Desk) -> Worker:
     """An arq worker running investigations from the queue on `desk`, `settings.workers` at a
-    time; its caller handles signals and closes the desk (`serve_worker`)."""
-    if not settings.queue:
-        raise RcaError("rcabot worker needs RCABOT_QUEUE, the redis:// URL the bot enqueues to")
+    time; its caller (`serve_worker`) checks the settings, handles signals and closes the desk."""
+    assert settings.queue
     timeout = job_timeout(settings)
     return Worker(
         functions=[func(investigate, name="investigate", max_tries=MAX_TRIES, timeout=timeout)],

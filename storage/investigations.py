@@ -45,6 +45,8 @@ MIGRATIONS = (
         "alter table investigations add column relayed {text}",
         "alter table investigations add column posted {int}",
     )),
+    # the audit's trust in each verdict, as a number: where a new verdict stands among them
+    Migration(3, ("alter table investigations add column trust {float}",)),
 )  # fmt: skip
 
 
@@ -145,8 +147,8 @@ class Store:
         top = ranking[0] if ranking else {}
         self._update(id, status="done", finished=time.time(), trace=json.dumps(trace), audit=json.dumps(audit),
                      top_service=top.get("service", ""), top_fault=top.get("fault_type", ""),
-                     confidence=top.get("confidence"), score=audit["score"], route=audit["route"],
-                     blamed=audit.get("blamed_stage") or "",
+                     confidence=top.get("confidence"), score=audit["score"], trust=audit.get("trust"),
+                     route=audit["route"], blamed=audit.get("blamed_stage") or "",
                      missing=json.dumps(trace["evidence_package"]["missing"]))  # fmt: skip
 
     def fail(self, id: str, error: str) -> None:
@@ -189,17 +191,9 @@ class Store:
         """How far the audit trusted each of the last `limit` verdicts given before `before`,
         in any channel (a trust value names nothing): where a new verdict stands among them."""
         rows = self._db.query(
-            "select audit from investigations where status = 'done' and audit like ? and created < ? "
-            "order by created desc limit ?", ['%"trust"%', before, limit])  # fmt: skip
-        out = []
-        for r in rows:
-            try:
-                trust = json.loads(r["audit"]).get("trust")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(trust, int | float) and math.isfinite(trust):
-                out.append(float(trust))
-        return out
+            "select trust from investigations where status = 'done' and trust is not null and created < ? "
+            "order by created desc limit ?", [before, limit])  # fmt: skip
+        return [float(r["trust"]) for r in rows if math.isfinite(r["trust"])]
 
     # -- relaying a queued investigation (several replicas) --------------------------------------
     def lease(self, id: str, *, owner: str, until: float, now: float) -> bool:

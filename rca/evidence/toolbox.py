@@ -64,7 +64,7 @@ class _LastIndex:
     def get(self, key: tuple[object, ...], compute: Callable[[], _Index], *, keep: bool = True) -> _Index:
         with self._lock:
             entry = self._entry
-        if entry is not None and len(entry[0]) == len(key) and all(a is b or a == b for a, b in zip(entry[0], key, strict=True)):
+        if entry is not None and entry[0] == key:  # sources by identity, windows by value
             return entry[1]
         value = compute()
         if keep:

@@ -13,7 +13,7 @@ import pytest
 from rca.star.memory import Pattern, RepairRecord
 from storage.alerts import AlertStore
 from storage.database import Conflict, Migration, Unavailable, open_database
-from storage.investigations import Store
+from storage.investigations import MIGRATIONS, Store
 from storage.repair_memory import SqlRepairMemory
 
 STEPS = (
@@ -65,7 +65,7 @@ def test_processes_starting_together_migrate_once_and_one_takes_a_delivery(recor
         assert p.exitcode == 0
     assert sorted(out.read_text() for out in outs) == ["False", "False", "False", "True"]
     db = open_database(record)
-    assert db.query("select version from schema_migrations where component = 'investigations'")[0]["version"] == 2
+    assert db.query("select version from schema_migrations where component = 'investigations'")[0]["version"] == MIGRATIONS[-1].version
     db.close()
 
 
