@@ -8,11 +8,11 @@ into and out of that service, while its own work stays the same.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from rca.evidence.runs import Placed, place
 from rca.model import Span
@@ -21,47 +21,89 @@ MIN_SAMPLES = 3
 
 
 @dataclass(frozen=True, slots=True)
-class Timing:
-    """One measured piece of time: a service's own work or a call's network gap."""
+class Timings:
+    """Measured pieces of time, as columns: a service's own work or a call's network gap.
 
-    subject: str  # service name, or "caller->callee"
-    start: float
-    seconds: float
+    A trace read holds tens of thousands of spans; kept as arrays from the span tree to the
+    per-minute percentiles, no Python object is built per span."""
 
+    subject: np.ndarray  # service name, or "caller->callee" (str objects)
+    start: np.ndarray  # when the span began, epoch seconds
+    seconds: np.ndarray
 
-def timings(spans: Sequence[Span]) -> tuple[list[Timing], list[Timing]]:
-    """Own-work times per service and network gaps per call edge."""
-    children: dict[tuple[str, str], list[Span]] = defaultdict(list)
-    for s in spans:
-        if s.parent_id:
-            children[(s.trace_id, s.parent_id)].append(s)
-    own, gaps = [], []
-    for s in spans:
-        kids = children.get((s.trace_id, s.span_id), [])
-        remote = [k for k in kids if k.entity != s.entity]
-        local = [k for k in kids if k.entity == s.entity]
-        if remote:
-            gap = max(0.0, s.duration - _covered(s, remote))
-            for callee in {k.entity for k in remote}:
-                gaps.append(Timing(f"{s.entity}->{callee}", s.start, gap))
-        else:
-            own.append(Timing(s.entity, s.start, max(0.0, s.duration - _covered(s, local))))
-    return own, gaps
+    def by_subject(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """(starts, seconds) per subject, in the order read."""
+        if self.subject.size == 0:
+            return {}
+        codes, names = pd.factorize(self.subject)
+        order = np.argsort(codes, kind="stable")
+        cuts = np.flatnonzero(np.diff(codes[order])) + 1
+        return {str(names[codes[idx[0]]]): (self.start[idx], self.seconds[idx]) for idx in np.split(order, cuts)}
 
 
-def _covered(parent: Span, kids: Sequence[Span]) -> float:
-    """Time inside the parent covered by at least one child (children may overlap)."""
-    if not kids:
-        return 0.0
-    intervals = sorted((max(k.start, parent.start), min(k.end, parent.end)) for k in kids)
-    total, cur_s, cur_e = 0.0, intervals[0][0], intervals[0][1]
-    for s, e in intervals[1:]:
-        if s > cur_e:
-            total += max(0.0, cur_e - cur_s)
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    return total + max(0.0, cur_e - cur_s)
+def _timings(subject: Sequence[str] | np.ndarray, start: np.ndarray, seconds: np.ndarray) -> Timings:
+    return Timings(np.asarray(subject, dtype=object), np.asarray(start, dtype=float), np.asarray(seconds, dtype=float))
+
+
+def timings(spans: Sequence[Span]) -> tuple[Timings, Timings]:
+    """Own-work times per service and network gaps per call edge.
+
+    A span's own work is its duration less the time its children in the same service cover;
+    a span that calls other services has no own work of its own here: its duration less the
+    time its remote children cover is the gap on each of those calls."""
+    if not spans:
+        empty = _timings([], np.array([]), np.array([]))
+        return empty, empty
+    df = pd.DataFrame({
+        "trace": [s.trace_id for s in spans], "span": [s.span_id for s in spans],
+        "parent": [s.parent_id for s in spans], "entity": [s.entity for s in spans],
+        "start": np.fromiter((s.start for s in spans), float, len(spans)),
+        "end": np.fromiter((s.end for s in spans), float, len(spans)),
+    })  # fmt: skip
+    n = len(df)
+    traces, _ = pd.factorize(df["trace"])
+    ids, _ = pd.factorize(pd.concat([df["span"], df["parent"]], ignore_index=True))
+    width = int(ids.max()) + 1  # a span's key: its trace and its id, as one integer
+    mine, theirs = traces * width + ids[:n], traces * width + ids[n:]
+    # (child, parent) pairs: every span whose own key is a child's parent key is its parent
+    kids = pd.DataFrame({"key": theirs[df["parent"].to_numpy() != ""], "child": np.flatnonzero(df["parent"].to_numpy() != "")})
+    pairs = kids.merge(pd.DataFrame({"key": mine, "parent": np.arange(n)}), on="key")
+    child, parent = pairs["child"].to_numpy(), pairs["parent"].to_numpy()
+    entity = df["entity"].to_numpy(dtype=object)
+    start, end = df["start"].to_numpy(), df["end"].to_numpy()
+    remote = entity[child] != entity[parent]
+    calls_out = np.zeros(n, dtype=bool)
+    calls_out[parent[remote]] = True
+    counted = remote == calls_out[parent]  # remote children of a caller, local ones otherwise
+    covered = _covered(parent[counted], np.maximum(start[child[counted]], start[parent[counted]]),
+                       np.minimum(end[child[counted]], end[parent[counted]]), n)  # fmt: skip
+    left = np.maximum(0.0, (end - start) - covered)
+    own = _timings(entity[~calls_out], start[~calls_out], left[~calls_out])
+    edges = pd.DataFrame({"parent": parent[remote], "callee": entity[child[remote]]}).drop_duplicates()
+    p = edges["parent"].to_numpy()
+    subject = entity[p] + "->" + edges["callee"].to_numpy(dtype=object)
+    return own, _timings(subject, start[p], left[p])
+
+
+def _covered(group: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+    """Per group (0..n-1), the length of the union of its intervals [lo, hi] (they may overlap;
+    an empty interval adds nothing)."""
+    out = np.zeros(n)
+    if group.size == 0:
+        return out
+    order = np.lexsort((lo, group))
+    g, lo, hi = group[order], lo[order], hi[order]
+    first = np.ones(g.size, dtype=bool)
+    first[1:] = g[1:] != g[:-1]
+    reach = pd.Series(hi).groupby(g).cummax().to_numpy()  # the furthest end so far in the group
+    before = np.empty_like(reach)
+    before[0] = -np.inf
+    before[1:] = reach[:-1]
+    fresh = first | (lo > before)  # a new stretch: the group's first, or past all before it
+    s_lo = lo[fresh]
+    s_hi = np.maximum.reduceat(hi, np.flatnonzero(fresh))
+    np.add.at(out, g[fresh], np.maximum(0.0, s_hi - s_lo))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,37 +146,38 @@ def _departure(ref_50: float, ref_90: float, scale: float, tail_scale: float, cu
     return score, c50, c90
 
 
-def _bins(now: Sequence[Timing]) -> list[tuple[float, np.ndarray]]:
+def _bins(start: np.ndarray, seconds: np.ndarray) -> list[tuple[float, np.ndarray]]:
     """The timings by minute, a minute with too few of them merged into the next."""
-    by_bin: dict[int, list[float]] = defaultdict(list)
-    for t in now:
-        by_bin[int(t.start // BIN_SECONDS)].append(t.seconds)
+    minute = np.floor(start / BIN_SECONDS).astype(np.int64)
+    order = np.argsort(minute, kind="stable")
+    minute, seconds = minute[order], seconds[order]
+    firsts = np.flatnonzero(np.r_[True, minute[1:] != minute[:-1]])
     out: list[tuple[float, np.ndarray]] = []
-    pending: list[float] = []
-    start: int | None = None
-    for b in sorted(by_bin):
-        start = b if start is None else start
-        pending.extend(by_bin[b])
-        if len(pending) >= MIN_SAMPLES:
-            out.append((start * BIN_SECONDS, np.array(pending)))
-            pending, start = [], None
-    if pending and out:  # a short tail joins the last full bin
+    begin: int | None = None  # where the pending minutes begin, as an index into the sorted timings
+    for i, at in enumerate(firsts):
+        begin = int(at) if begin is None else begin
+        stop = int(firsts[i + 1]) if i + 1 < firsts.size else minute.size
+        if stop - begin >= MIN_SAMPLES:
+            out.append((float(minute[begin]) * BIN_SECONDS, seconds[begin:stop]))
+            begin = None
+    if begin is not None and out:  # a short tail joins the last full bin
         t0, last = out[-1]
-        out[-1] = (t0, np.concatenate([last, pending]))
+        out[-1] = (t0, np.concatenate([last, seconds[begin:]]))
     return out
 
 
-def shift(subject: str, normal: Sequence[Timing], now: Sequence[Timing]) -> LatencyShift | None:
+def shift(subject: str, normal: np.ndarray, now: tuple[np.ndarray, np.ndarray]) -> LatencyShift | None:
     """How far the median and the tail moved, bin by bin, in robust units; None without enough
-    samples."""
-    if len(now) < MIN_SAMPLES or len(normal) < MIN_SAMPLES:
+    samples. `normal`: the normal period's seconds; `now`: the window's (starts, seconds)."""
+    starts, seconds = now
+    if seconds.size < MIN_SAMPLES or normal.size < MIN_SAMPLES:
         return None
-    ref = np.array([t.seconds for t in normal])
+    ref = normal
     n50, n90 = (float(v) for v in np.percentile(ref, [50, 90]))
     mad = 1.4826 * float(np.median(np.abs(ref - n50)))
     scale = max(mad, 0.1 * n50, 1e-3)  # below a millisecond is noise
     tail_scale = max(scale, 0.1 * n90)
-    bins = _bins(now)
+    bins = _bins(starts, seconds)
     parts = [(t0, *_departure(n50, n90, scale, tail_scale, cur)) for t0, cur in bins]
     if not parts:
         return None
@@ -146,18 +189,14 @@ def shift(subject: str, normal: Sequence[Timing], now: Sequence[Timing]) -> Late
         at = Placed(float(z[peak]), 1, peak, None, None, False)
     _, score, c50, c90 = parts[at.peak]
     return LatencyShift(
-        subject, n50, c50, n90, c90, len(now), float(score), at.onset,
+        subject, n50, c50, n90, c90, int(seconds.size), float(score), at.onset,
         tuple((float(t), round(float(v), 3)) for t, v in zip(times, z, strict=True)), at.until, at.under_way,
     )  # fmt: skip
 
 
-def latency_shifts(normal: Sequence[Timing], now: Sequence[Timing]) -> list[LatencyShift]:
+def latency_shifts(normal: Timings, now: Timings) -> list[LatencyShift]:
     """A shift per subject present in both periods, strongest first."""
-    ref: dict[str, list[Timing]] = defaultdict(list)
-    cur: dict[str, list[Timing]] = defaultdict(list)
-    for t in normal:
-        ref[t.subject].append(t)
-    for t in now:
-        cur[t.subject].append(t)
-    out = [s for subj, items in cur.items() if (s := shift(subj, ref.get(subj, []), items))]
+    ref = normal.by_subject()
+    none = np.array([])
+    out = [s for subj, cur in now.by_subject().items() if (s := shift(subj, ref.get(subj, (none, none))[1], cur))]
     return sorted(out, key=lambda s: -s.score)

@@ -144,10 +144,30 @@ def test_own_time_and_network_gap_arithmetic() -> None:
         Span("t", "b2", "b1", "b", "db", 0.3, 0.4),
     ]
     own, gaps = timings(spans)
-    by = {(x.subject, round(x.seconds, 3)) for x in own}
+    by = {(str(x), round(float(v), 3)) for x, v in zip(own.subject, own.seconds, strict=True)}
     assert ("a", 0.2) in by  # root: 1.0 less its child 0.8
     assert ("b", 0.4) in by and ("b", 0.1) in by
-    assert [(g.subject, round(g.seconds, 3)) for g in gaps] == [("a->b", 0.3)]
+    assert [(str(x), round(float(v), 3)) for x, v in zip(gaps.subject, gaps.seconds, strict=True)] == [("a->b", 0.3)]
+
+
+def test_overlapping_children_cover_their_union_and_each_callee_gets_the_gap() -> None:
+    spans = [
+        Span("t", "p", "", "a", "work", 0.0, 10.0),
+        Span("t", "k1", "p", "a", "step", 1.0, 4.0),
+        Span("t", "k2", "p", "a", "step", 3.0, 6.0),  # overlaps k1: 1-6 is covered once
+        Span("t", "k3", "p", "a", "step", 8.0, 12.0),  # runs past its parent: 8-10 counts
+        Span("u", "q", "", "a", "call", 0.0, 10.0),
+        Span("u", "r1", "q", "b", "/b", 2.0, 5.0),
+        Span("u", "r2", "q", "c", "/c", 4.0, 7.0),
+        Span("u", "r3", "q", "a", "local", 0.0, 10.0),  # a caller's local child is not the wire
+        Span("v", "p", "", "a", "work", 0.0, 1.0),  # the same span id in another trace: its own span
+    ]
+    own, gaps = timings(spans)
+    assert sorted((str(s), float(t), round(float(v), 6)) for s, t, v in zip(own.subject, own.start, own.seconds, strict=True)) == [
+        ("a", 0.0, 1.0), ("a", 0.0, 3.0), ("a", 0.0, 10.0),  # v's root; t's root: 10 s less 1-6 and 8-10; u's local child
+        ("a", 1.0, 3.0), ("a", 3.0, 3.0), ("a", 8.0, 4.0), ("b", 2.0, 3.0), ("c", 4.0, 3.0)]  # leaves: all their own
+    assert sorted((str(s), round(float(v), 6)) for s, v in zip(gaps.subject, gaps.seconds, strict=True)) == [
+        ("a->b", 5.0), ("a->c", 5.0)]  # 10 s less the 2-7 the two callees cover, on each call
 
 
 def test_template_shift_is_scaled_by_volume() -> None:
