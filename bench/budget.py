@@ -8,7 +8,7 @@ AC@1 and the median reads actually spent per engine and budget; `--json` keeps t
 `random` reads services in a random order: the floor a search that chooses its reads must beat.
 
 usage: python -m bench.budget PATH [PATH ...] [--engines lats,linear,linear-multi,random]
-                              [--ablations batching,backprop,reflection,check]
+                              [--ablations batching,backprop,reflection,check,glance]
                               [--budgets 4,8,16,32,0] [--json OUT]
        python -m bench.budget --render A.json [B.json ...] --out docs/budget
 """

@@ -41,12 +41,13 @@ VARIANTS: dict[str, Variant] = {
     ),
 }
 
-ABLATIONS = ("batching", "backprop", "reflection", "check")
+ABLATIONS = ("batching", "backprop", "reflection", "check", "glance")
 
 
 def ablate(config: SearchConfig, what: str) -> SearchConfig:
     """The paper's ablations (one candidate per expansion, no backpropagation, no reflection),
-    ours (no closing check of the leading suspects' neighbourhoods), and any scoring rule
+    ours (no closing check of the leading suspects' neighbourhoods; no glance at every
+    service's error-line counts where the budget cannot pay for their lines), and any scoring rule
     (`rule:NAME`, see rca.rules)."""
     if what.startswith("rule:"):
         rules = parse_rules(what.removeprefix("rule:"))
@@ -59,6 +60,8 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, reflection=False)
     if what == "check":
         return replace(config, check_top=0)
+    if what == "glance":
+        return replace(config, glance=False)
     raise InputError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")
 
 

@@ -217,6 +217,24 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
     return sorted(out, key=lambda s: -abs(s.score))
 
 
+def error_volume(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> dict[str, float]:
+    """Per service, how far its error lines rose: the Poisson deviation of their count in the
+    window from the normal rate, scaled by the change of the service's total volume (as
+    `template_shifts` scales a template). It needs no template, only counts of lines by service
+    and level: what one aggregate log query returns (LogQL `sum by (service, level)
+    (count_over_time(...))`), so a glance over every service's logs can cost one read."""
+    n_min, c_min = _minutes(normal), _minutes(now)
+    failed = _error_test()
+    base_all, base_err = Counter(m.record.entity for m in normal), Counter(m.record.entity for m in normal if failed(m))
+    now_all, now_err = Counter(m.record.entity for m in now), Counter(m.record.entity for m in now if failed(m))
+    out = {}
+    for entity, observed in now_err.items():
+        volume = (now_all[entity] / c_min) / (base_all[entity] / n_min) if base_all[entity] else 1.0
+        expected = base_err[entity] / n_min * c_min * min(max(volume, 0.2), 5.0)
+        out[entity] = (observed - expected) / math.sqrt(expected + 1.0)
+    return out
+
+
 # a look-back minute whose error lines exceed what the fault-free stretch predicts by this
 # many Poisson deviations held a fault of its own (an earlier incident's tail, say)
 UNHEALTHY_Z = 3.0

@@ -27,6 +27,7 @@ from rca.evidence.logs import (
     TemplateShift,
     cut_paths,
     dependency_errors,
+    error_volume,
     is_error,
     mine,
     new_miner,
@@ -126,9 +127,10 @@ BULK = frozenset(["metrics"])
 class Toolbox:
     """Evidence tools over one incident's sources."""
 
-    def __init__(self, incident: Incident, *, budget: int | None = None) -> None:
+    def __init__(self, incident: Incident, *, budget: int | None = None, glance: bool = True) -> None:
         self.incident = incident
         self.budget = budget  # reads an investigation may make; None: as many as it wants
+        self.glance = glance  # a logs scan the budget cannot pay for may fall back on one aggregate query
         self.reads = 0  # reads made so far (repeats are free)
         self._ids = itertools.count(1)
         self._done: dict[tuple[str, str], ToolResult] = {}  # (tool, entity) -> its result, read once
@@ -136,6 +138,7 @@ class Toolbox:
         self._lock = asyncio.Lock()
         self._metrics: dict[str, list[MetricShift]] | None = None
         self._logs: dict[str, list[TemplateShift]] | None = None
+        self._volume: dict[str, float] = {}  # per service, how far its error lines rose (one aggregate query)
         self._cuts: dict[str, list[CutPath]] = {}
         self._peers: dict[tuple[str, str], frozenset[str]] = {}
         self._own: dict[str, LatencyShift] | None = None
@@ -177,6 +180,22 @@ class Toolbox:
     def cost(self, tool: str) -> int:
         """Reads a first call of this tool on one service costs (0 after a bulk read of it)."""
         return 0 if tool in self._bulk else 1
+
+    def _affordable(self, reads: int) -> bool:
+        return self.budget is None or self.reads + reads <= self.budget
+
+    async def _glance_at_logs(self, top: int) -> ToolResult:
+        """Where the budget cannot pay for every service's log lines, one aggregate query (each
+        service's lines counted by level) ranks whose lines to read first: the services whose
+        error lines rose most (`error_volume`). It reads no service's lines: each still costs a
+        read of its own."""
+        query = f"sum by (service, level) (count_over_time(logs[1m]))[{self.incident.window.to_iso()}]"
+        if not self._charge(1):
+            return ToolResult("scan", "logs", query, (), "budget")
+        await self._log_index()
+        rose = sorted((e for e, z in self._volume.items() if z >= LOG_MIN_Z), key=lambda e: (-self._volume[e], e))
+        leads = tuple(rose[:top])
+        return ToolResult("scan", "logs", query, (), "ok" if leads else "no_data", leads)
 
     def _charge(self, reads: int) -> bool:
         """Spend reads from the budget; False, and said once, when they are not there."""
@@ -296,6 +315,7 @@ class Toolbox:
             lambda: (mine(miner, back_records), mine(miner, free_records), mine(miner, now_records))
         )
         normal_mined = normal_logs(mined_back, mined_free)
+        self._volume = error_volume(normal_mined, now)
         shifts: dict[str, list[TemplateShift]] = {}
         for t in template_shifts(normal_mined, now):
             shifts.setdefault(t.entity, []).append(t)
@@ -474,6 +494,8 @@ class Toolbox:
         entities = await self.entities()
         name = {"traces": "spans"}.get(modality, modality)
         cost = 1 if name in BULK else sum(1 for e in entities if (name, e) not in self._done)
+        if name == "logs" and self.glance and not self._affordable(cost):
+            return await self._glance_at_logs(top)
         if not self._charge(cost):
             return ToolResult("scan", modality, query, (), "budget")
         self._bulk.add(name)  # paid for above: the reads below cost nothing more

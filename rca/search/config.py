@@ -27,4 +27,5 @@ class SearchConfig:
     check_top: int = 3  # before deciding, read the neighbourhoods of this many leading suspects
     time_budget: float | None = None  # seconds; past it the search stops and decides on what it has
     read_budget: int | None = None  # reads (rca.evidence.toolbox.Toolbox.cost); spent, it decides likewise
+    glance: bool = True  # ablation switch: a logs scan over the read budget glances at error counts (one read)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)

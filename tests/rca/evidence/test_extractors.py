@@ -720,6 +720,44 @@ def test_errors_that_stopped_are_no_evidence_but_a_silenced_path_is() -> None:
     assert not any("refused" in e.detail for e in found)
 
 
+def test_a_logs_scan_the_budget_cannot_pay_for_glances_at_error_counts_for_one_read() -> None:
+    from rca.model import CaseId, Incident, Normal, Sources
+    from rca.sources.memory import InMemoryLogs
+
+    def lines(t0: float, service: str, n: int, errors: int) -> list[LogRecord]:
+        out = [LogRecord(t0 + i, service, Severity.INFO, f"served request {i}") for i in range(n)]
+        return out + [LogRecord(t0 + i + 0.5, service, Severity.ERROR, f"call to db failed {i}") for i in range(errors)]
+
+    def minutes(start: int, stop: int, failing: str, busy: str) -> list[LogRecord]:
+        out = []
+        for m in range(start, stop):
+            for s in ("cart", "pay", "ship", "mail", "auth", "user"):
+                late = m >= 7  # the incident began two minutes before the window's end
+                n = 80 if s == busy and late else 40  # twice the traffic, its errors in proportion
+                errors = 12 if s == failing and late else (2 if s == busy and late else 1)
+                out += lines(m * 60.0, s, n, errors)
+        return out
+
+    def incident(failing: str, busy: str) -> Incident:
+        back, now = minutes(0, 5, failing, busy), minutes(5, 10, failing, busy)
+        return Incident(CaseId("synthetic"), "synthetic", "cart", Window(300.0, 600.0), Sources(logs=InMemoryLogs(now)),
+                        {Modality.LOGS: Normal(Window(0.0, 300.0), Sources(logs=InMemoryLogs(back)))})  # fmt: skip
+
+    async def go(failing: str, busy: str) -> None:
+        box = Toolbox(incident(failing, busy), budget=3)  # six services' lines cost six reads
+        glance = await box.scan("logs")
+        assert glance.status == "ok" and glance.leads[0] == failing and busy not in glance.leads and box.reads == 1
+        assert (await box.logs(failing)).evidence and box.reads == 2  # the glance read no service's lines
+        refused = await Toolbox(incident(failing, busy), budget=3, glance=False).scan("logs")
+        assert refused.status == "budget"
+        everything = Toolbox(incident(failing, busy), budget=6)  # affordable: the full scan, as before
+        await everything.scan("logs")
+        assert everything.reads == 6
+
+    asyncio.run(go("pay", "auth"))
+    asyncio.run(go("mail", "ship"))  # renamed roles: the counts decide, not the names
+
+
 def test_a_repeated_read_finds_the_same_evidence_not_new_copies_of_it() -> None:
     from tests.conftest import NEZHA_SLICE
 
@@ -754,7 +792,7 @@ def test_a_read_budget_counts_reads_as_the_backends_are_queried() -> None:
         refused = await box.logs("ts-order-service")
         assert refused.status == "budget" and not refused.evidence and box.reads == 3
         assert sum("read budget of 3 spent" in m for m in box.missing) == 1
-        logs_scan = await Toolbox(case.incident, budget=2).scan("logs")  # one read per service: over budget
+        logs_scan = await Toolbox(case.incident, budget=2, glance=False).scan("logs")  # one read per service: over budget
         assert logs_scan.status == "budget"
         unlimited = Toolbox(case.incident)
         await unlimited.scan("logs")
