@@ -44,6 +44,8 @@ from rca.evaluation.report import (
 )
 from rca.evaluation.star_eval import evaluate_star
 from rca.evaluation.star_eval import render as render_star
+from rca.evaluation.star_honest import evaluate_honest
+from rca.evaluation.star_honest import render as render_honest
 from rca.evidence.toolbox import Toolbox
 from rca.model import BrokenCase, Diagnosis, Incident
 from rca.reasoners import Reasoner
@@ -155,6 +157,9 @@ def _parser() -> argparse.ArgumentParser:
     es = sub.add_parser("eval-star", help="STAR's evaluation: injected reasoning faults, stage localisation")
     es.add_argument("path", type=Path)
     es.add_argument("--match", default="", help="only cases whose id contains this text")
+    es.add_argument("--honest", action="store_true",
+                    help="lats's own traces under realistic windows, given reasoning errors the audit is not told "
+                         "of, and clean rewrites: detection, false alarms, repairs judged by the label")  # fmt: skip
 
     au = sub.add_parser("audit", help="audit a four-stage trace (STAR) and print the verdict as JSON")
     au.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
@@ -229,6 +234,9 @@ async def _run(args: argparse.Namespace) -> int:
         return await _audit(args)
     if args.command == "eval-star":
         cases = [c for c in find_cases(args.path) if args.match in c.id]
+        if args.honest:
+            print(render_honest(await evaluate_honest(cases, progress=ProgressBar())))
+            return 0
         print(render_star(await evaluate_star(build_engine("lats"), cases, progress=ProgressBar())))
         return 0
     if args.command == "verify":

@@ -1,0 +1,243 @@
+"""STAR judged as an on-call engineer meets it: reasoning errors it did not write, clean traces
+it must leave alone, and repairs judged by the label.
+
+`rca.evaluation.star_eval` injects the negation of each audit criterion and scores the stage
+it was written into; this evaluation does not tell the auditor anything. For every case, under
+the realistic window protocol, lats's own trace is taken as it is (right or wrong) and:
+
+- rewritten harmlessly (evidence ids renamed, the confidence moved by 0.05): an audit that
+  routes these to repair, or flags them, raises a false alarm;
+- given one of the reasoning errors a real agent makes, none of them the negation of one
+  criterion: a believable victim made root (its chain rebuilt from its real evidence),
+  confidence kept while the evidence is cut to one weak item, anchoring on the earliest
+  anomaly, the right service with a neighbouring fault type, two errors at once, and an
+  independent run that could read only 4 times (so the root is sometimes never read).
+
+Each variant is audited at the default thresholds (tau 0.8, epsilon 0.1). Detected: the audit
+routes it to repair; flagged: its trust is in the lowest quarter of the clean traces' (what the
+bot's verdict flags). A detected variant is repaired (one round) and its first place is judged
+against the label, as is the variant's own first place before the repair.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import networkx as nx
+
+from rca.engines import build_engine
+from rca.evaluation.protocols import Protocol
+from rca.evidence import EvidenceId
+from rca.model import FaultType, IncidentCase
+from rca.star.audit import Audit, Route, audit
+from rca.star.context import audit_context
+from rca.star.criteria import AuditContext
+from rca.star.patches import RepairContext
+from rca.star.recollect import recollector
+from rca.star.repair import RepairConfig, repair
+from rca.trace import Trace, from_json, replay
+
+SMALL_BUDGET = 4  # reads of the independent run that may miss the root
+CLEAN = "clean"
+
+# the fault type a hurried reader confuses with each (same service, a neighbouring cause)
+NEIGHBOUR: dict[FaultType, FaultType] = {
+    FaultType.CPU: FaultType.MEMORY, FaultType.MEMORY: FaultType.CPU,
+    FaultType.NETWORK_DELAY: FaultType.NETWORK_LOSS, FaultType.NETWORK_LOSS: FaultType.NETWORK_DELAY,
+    FaultType.EXCEPTION: FaultType.WRONG_RESULT, FaultType.WRONG_RESULT: FaultType.EXCEPTION,
+    FaultType.OVERLOAD: FaultType.CPU, FaultType.DISK: FaultType.MEMORY,
+}  # fmt: skip
+
+
+def _promote(t: Trace, graph: nx.DiGraph, service: str) -> Trace | None:
+    """The trace had `service` led: the values of the leader and of `service` swapped, the
+    analysis and the decision rebuilt from them (a coherent trace, nothing marked)."""
+    hyps = list(t.hypotheses)
+    i = next((k for k, h in enumerate(hyps) if h.service == service), None)
+    if i is None or i == 0:
+        return None
+    top, other = hyps[0], hyps[i]
+    hyps[0], hyps[i] = replace(other, value=top.value), replace(top, value=other.value)
+    return replay(replace(t, hypotheses=tuple(hyps)), graph=graph, start="analysis_structure")
+
+
+def victim_made_root(t: Trace, ctx: AuditContext) -> Trace | None:
+    """The leading rival that calls the leader (directly or not): a victim, made the root."""
+    if not t.hypotheses or t.hypotheses[0].service not in ctx.graph:
+        return None
+    callers = nx.ancestors(ctx.graph, t.hypotheses[0].service)
+    victim = next((h.service for h in t.hypotheses[1:] if h.service in callers and h.evidence), None)
+    return _promote(t, ctx.graph, victim) if victim else None
+
+
+def anchored_on_earliest(t: Trace, ctx: AuditContext) -> Trace | None:
+    """The hypothesis whose evidence began first, made the root (anchoring on the first alert)."""
+    onset = {ev.id: ev.onset for ev in t.evidence_package.evidence if ev.onset is not None}
+    began = {h.service: min((onset[i] for i in h.evidence if i in onset), default=None) for h in t.hypotheses}
+    known = [(b, s) for s, b in began.items() if b is not None]
+    return _promote(t, ctx.graph, min(known)[1]) if known else None
+
+
+def thin_evidence(t: Trace, ctx: AuditContext) -> Trace | None:
+    """The leader and its confidence kept, its evidence cut to its one weakest item."""
+    if not t.hypotheses:
+        return None
+    top = t.hypotheses[0]
+    by_id = {ev.id: ev for ev in t.evidence_package.evidence}
+    cited = [by_id[i] for i in top.evidence if i in by_id]
+    if len(cited) < 2:
+        return None
+    weakest = min(cited, key=lambda ev: (ev.score, ev.id))
+    gone = {ev.id for ev in cited} - {weakest.id}
+    ep = replace(t.evidence_package, evidence=tuple(ev for ev in t.evidence_package.evidence if ev.id not in gone))
+    hyps = tuple(replace(h, evidence=tuple(i for i in h.evidence if i not in gone)) for h in t.hypotheses)
+    chains = tuple(replace(c, links=tuple(replace(ln, evidence=tuple(i for i in ln.evidence if i not in gone))
+                                          for ln in c.links)) for c in t.chains)  # fmt: skip
+    return replace(t, evidence_package=ep, hypotheses=hyps, chains=chains)
+
+
+def neighbouring_fault_type(t: Trace, ctx: AuditContext) -> Trace | None:
+    """The right service with the fault type a hurried reader confuses with its own."""
+    if not t.hypotheses or t.hypotheses[0].fault_type not in NEIGHBOUR:
+        return None
+    top = t.hypotheses[0]
+    hyps = (replace(top, fault_type=NEIGHBOUR[top.fault_type]), *t.hypotheses[1:])
+    return replay(replace(t, hypotheses=hyps), graph=ctx.graph, start="analysis_structure")
+
+
+def two_at_once(t: Trace, ctx: AuditContext) -> Trace | None:
+    """A victim made root, and its evidence cut to one weak item."""
+    promoted = victim_made_root(t, ctx)
+    return thin_evidence(promoted, ctx) if promoted is not None else None
+
+
+FAMILIES: dict[str, Callable[[Trace, AuditContext], Trace | None]] = {
+    "victim_made_root": victim_made_root,
+    "thin_evidence": thin_evidence,
+    "anchored_on_earliest": anchored_on_earliest,
+    "neighbouring_fault_type": neighbouring_fault_type,
+    "two_at_once": two_at_once,
+}
+READ_BUDGET_FAMILY = f"read_budget_{SMALL_BUDGET}"
+
+
+def renamed_ids(t: Trace) -> Trace:
+    """Every evidence id renamed (their order reversed), every reference with it."""
+    ids = [ev.id for ev in t.evidence_package.evidence]
+    new = {old: EvidenceId(f"ev-{len(ids) - k}") for k, old in enumerate(ids)}
+
+    def re(xs: Sequence[EvidenceId]) -> tuple[EvidenceId, ...]:
+        return tuple(new.get(i, i) for i in xs)
+
+    ep = replace(t.evidence_package, evidence=tuple(replace(ev, id=new[ev.id]) for ev in t.evidence_package.evidence))
+    hyps = tuple(replace(h, evidence=re(h.evidence)) for h in t.hypotheses)
+    chains = tuple(replace(c, links=tuple(replace(ln, evidence=re(ln.evidence)) for ln in c.links)) for c in t.chains)
+    return replace(t, evidence_package=ep, hypotheses=hyps, chains=chains)
+
+
+def nudged_confidence(t: Trace, by: float) -> Trace:
+    """The stated confidence moved by `by` (within [0, 1]): a different wording of the same verdict."""
+    d = t.decision
+    conf = min(1.0, max(0.0, d.confidence + by))
+    ranking = ((d.ranking[0][0], d.ranking[0][1], conf, d.ranking[0][3]), *d.ranking[1:]) if d.ranking else ()
+    return replace(t, decision=replace(d, confidence=conf, ranking=ranking))
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    case: str
+    family: str  # a fault family, or "clean" for a harmless rewrite
+    changed_top: bool  # its first place differs from lats's own trace's
+    right: bool  # its first place is the label's service
+    route: str
+    trust: float
+    repaired_right: bool | None  # after one repair round, where the audit routed it to repair
+
+
+@dataclass(slots=True)
+class HonestReport:
+    variants: list[Variant] = field(default_factory=list)
+    cases: int = 0
+
+
+def _top(t: Trace) -> str | None:
+    return t.decision.ranking[0][0] if t.decision.ranking else None
+
+
+async def evaluate_honest(
+    cases: Sequence[IncidentCase], *, protocol: Protocol = Protocol(),
+    progress: Callable[[int, int, str], None] | None = None,
+) -> HonestReport:  # fmt: skip
+    report = HonestReport()
+    engine, budgeted = build_engine("lats"), build_engine("lats", read_budget=SMALL_BUDGET)
+    for n, case in enumerate(cases, start=1):
+        incident = await protocol.place(case)
+        doc = (await engine.investigate(incident)).trace
+        if doc is not None:
+            report.cases += 1
+            own = from_json(dict(doc))
+            ctx = await audit_context(incident)
+            repair_ctx = RepairContext(ctx, recollector(incident))
+            sign = 1.0 if sum(map(ord, case.id)) % 2 else -1.0  # which way the confidence moves, per case
+            variants: list[tuple[str, Trace]] = [(CLEAN, renamed_ids(own)), (CLEAN, nudged_confidence(own, 0.05 * sign))]
+            variants += [(name, bad) for name, fn in FAMILIES.items() if (bad := fn(own, ctx)) is not None]
+            small = (await budgeted.investigate(incident)).trace
+            if small is not None:
+                variants.append((READ_BUDGET_FAMILY, from_json(dict(small))))
+            for family, t in variants:
+                verdict = audit(t, ctx)
+                report.variants.append(await _judged(case, family, own, t, verdict, repair_ctx))
+        if progress is not None:
+            progress(n, len(cases), case.id)
+    return report
+
+
+async def _judged(case: IncidentCase, family: str, own: Trace, t: Trace, verdict: Audit, ctx: RepairContext) -> Variant:
+    fixed = None
+    if verdict.route is not Route.ACCEPT:
+        result = await repair(t, ctx, RepairConfig(rounds=1))
+        fixed = _top(result.trace) == case.label.service
+    return Variant(case.id, family, _top(t) != _top(own), _top(t) == case.label.service, verdict.route.value,
+                   verdict.trust, fixed)  # fmt: skip
+
+
+def auroc(high: Sequence[float], low: Sequence[float]) -> float | None:
+    """The chance a value of `high` exceeds one of `low` (ties count half)."""
+    if not high or not low:
+        return None
+    wins = sum(1.0 if h > lo else 0.5 if h == lo else 0.0 for h in high for lo in low)
+    return wins / (len(high) * len(low))
+
+
+def render(report: HonestReport) -> str:
+    clean = [v for v in report.variants if v.family == CLEAN]
+    quarter = statistics.quantiles([v.trust for v in clean], n=4)[0] if len(clean) >= 2 else 0.0
+    families = [CLEAN, *FAMILIES, READ_BUDGET_FAMILY]
+    head = (f"{'variant':<26}{'n':>5}{'top moved':>10}{'right':>8}{'routed':>8}{'flagged':>9}"
+            f"{'AUROC':>7}{'right after':>13}")  # fmt: skip
+    lines = [f"STAR on errors it did not write ({report.cases} cases, realistic windows, tau 0.8, epsilon 0.1)",
+             "routed: the audit sends it to repair; flagged: trust in the clean traces' lowest quarter "
+             f"(below {quarter:.3f}); AUROC: clean trust above this variant's; right after: first place right "
+             "after one repair round (unrouted ones as they are)", head, "-" * len(head)]  # fmt: skip
+    for family in families:
+        rows = [v for v in report.variants if v.family == family]
+        if not rows:
+            continue
+        n = len(rows)
+        area = auroc([v.trust for v in clean], [v.trust for v in rows]) if family != CLEAN else None
+        after = sum((v.repaired_right if v.repaired_right is not None else v.right) for v in rows) / n
+        lines.append(f"{family:<26}{n:>5}{sum(v.changed_top for v in rows) / n:>10.3f}{sum(v.right for v in rows) / n:>8.3f}"
+                     f"{sum(v.route != Route.ACCEPT.value for v in rows) / n:>8.3f}"
+                     f"{sum(v.trust < quarter for v in rows) / n:>9.3f}{'-' if area is None else f'{area:.3f}':>7}"
+                     f"{after:>13.3f}")  # fmt: skip
+    faulted = [v for v in report.variants if v.family != CLEAN]
+    if faulted:
+        n = len(faulted)
+        lines.append(f"{'all faults':<26}{n:>5}{sum(v.changed_top for v in faulted) / n:>10.3f}"
+                     f"{sum(v.right for v in faulted) / n:>8.3f}{sum(v.route != Route.ACCEPT.value for v in faulted) / n:>8.3f}"
+                     f"{sum(v.trust < quarter for v in faulted) / n:>9.3f}"
+                     f"{auroc([v.trust for v in clean], [v.trust for v in faulted]) or 0.0:>7.3f}"
+                     f"{sum((v.repaired_right if v.repaired_right is not None else v.right) for v in faulted) / n:>13.3f}")  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,72 @@
+"""The honest STAR evaluation's rewrites and reasoning errors, on a real trace."""
+
+from __future__ import annotations
+
+import asyncio
+
+import networkx as nx
+import pytest
+
+from rca.engines import build_engine
+from rca.evaluation.star_honest import (
+    FAMILIES,
+    auroc,
+    nudged_confidence,
+    renamed_ids,
+    thin_evidence,
+    victim_made_root,
+)
+from rca.sources.datasets import find_cases
+from rca.star.audit import audit
+from rca.star.context import audit_context
+from rca.star.criteria import AuditContext
+from rca.trace import Trace, from_json, to_json
+
+
+@pytest.fixture(scope="module")
+def real() -> tuple[Trace, AuditContext]:
+    from tests.conftest import NEZHA_SLICE
+
+    (case,) = find_cases(NEZHA_SLICE)
+    doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
+    return from_json(dict(doc)), asyncio.run(audit_context(case.incident))  # type: ignore[arg-type]
+
+
+def test_renamed_ids_are_a_harmless_rewrite_the_audit_scores_the_same(real: tuple[Trace, AuditContext]) -> None:
+    trace, ctx = real
+    renamed = renamed_ids(trace)
+    assert [ev.id for ev in renamed.evidence_package.evidence] != [ev.id for ev in trace.evidence_package.evidence]
+    before, after = audit(trace, ctx), audit(renamed, ctx)
+    assert (after.score, after.trust, after.route) == (before.score, before.trust, before.route)
+    to_json(renamed)  # every reference renamed with its item: the schema holds
+
+
+def test_a_nudged_confidence_stays_in_the_unit_interval(real: tuple[Trace, AuditContext]) -> None:
+    trace, _ = real
+    for by in (-2.0, -0.05, 0.05, 2.0):
+        conf = nudged_confidence(trace, by).decision.confidence
+        assert 0.0 <= conf <= 1.0 and conf == nudged_confidence(trace, by).decision.ranking[0][2]
+
+
+def test_every_reasoning_error_is_a_coherent_trace_that_changes_something(real: tuple[Trace, AuditContext]) -> None:
+    trace, ctx = real
+    made = {name: fn(trace, ctx) for name, fn in FAMILIES.items()}
+    assert any(t is not None for t in made.values())
+    for t in made.values():
+        if t is not None:
+            to_json(t)  # schema-valid: nothing marks it as injected
+            assert t != trace
+    victim = victim_made_root(trace, ctx)
+    if victim is not None:  # the new leader calls the old one: a victim of it
+        assert trace.hypotheses[0].service in nx.descendants(ctx.graph, victim.hypotheses[0].service)
+        assert victim.decision.ranking[0][0] == victim.hypotheses[0].service  # the decision rebuilt from it
+    thin = thin_evidence(trace, ctx)
+    if thin is not None:
+        assert len(thin.hypotheses[0].evidence) == 1 and thin.decision == trace.decision  # confidence kept
+
+
+def test_auroc_counts_ties_half_and_orders() -> None:
+    assert auroc([0.9, 0.8], [0.1, 0.2]) == 1.0
+    assert auroc([0.1], [0.9]) == 0.0
+    assert auroc([0.5], [0.5]) == 0.5
+    assert auroc([], [0.5]) is None
