@@ -251,6 +251,23 @@ def score_hypotheses(
     return out
 
 
+def supported_faults(
+    evidence: Sequence[Evidence],
+    *,
+    symptom: str = "",
+    population: int,
+    edge_share: Callable[[str], GapShare] = lambda _: NO_GAPS,
+    config: ScoringConfig = ScoringConfig(),
+    alert_time: float | None = None,
+) -> dict[str, frozenset[FaultType]]:
+    """Per service, the fault types whose primary component its evidence shows, read as
+    `score_hypotheses` reads it (rca.fault_model.GATES): the types a hypothesis about it may
+    carry. `population`: the services of the call graph."""
+    comps = _components(evidence, config, edge_share, population, reference(evidence, symptom, alert_time))
+    return {entity: frozenset(f for f in config.model.recipes if any(sig.get(part) > 0 for part in GATES[f]))
+            for entity, sig in comps.items()}  # fmt: skip
+
+
 def _apply_rules(values: dict[str, float], board: Board, cfg: ScoringConfig) -> dict[str, tuple[float, str]]:
     """The value rules, in order; each service's value and why it has it."""
     if cfg.on("comovement"):

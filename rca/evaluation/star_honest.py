@@ -154,6 +154,8 @@ class Variant:
     route: str
     trust: float
     repaired_right: bool | None  # after one repair round, where the audit routed it to repair
+    type_right: bool = False  # its first place carries the label's fault type
+    repaired_type_right: bool | None = None
 
 
 @dataclass(slots=True)
@@ -195,12 +197,17 @@ async def evaluate_honest(
 
 
 async def _judged(case: IncidentCase, family: str, own: Trace, t: Trace, verdict: Audit, ctx: RepairContext) -> Variant:
-    fixed = None
+    fixed = fixed_type = None
     if verdict.route is not Route.ACCEPT:
         result = await repair(t, ctx, RepairConfig(rounds=1))
         fixed = _top(result.trace) == case.label.service
+        fixed_type = _type(result.trace) == case.label.fault_type.value
     return Variant(case.id, family, _top(t) != _top(own), _top(t) == case.label.service, verdict.route.value,
-                   verdict.trust, fixed)  # fmt: skip
+                   verdict.trust, fixed, _type(t) == case.label.fault_type.value, fixed_type)  # fmt: skip
+
+
+def _type(t: Trace) -> str | None:
+    return str(t.decision.ranking[0][1]) if t.decision.ranking else None
 
 
 def auroc(high: Sequence[float], low: Sequence[float]) -> float | None:
@@ -216,11 +223,11 @@ def render(report: HonestReport) -> str:
     quarter = statistics.quantiles([v.trust for v in clean], n=4)[0] if len(clean) >= 2 else 0.0
     families = [CLEAN, *FAMILIES, READ_BUDGET_FAMILY]
     head = (f"{'variant':<26}{'n':>5}{'top moved':>10}{'right':>8}{'routed':>8}{'flagged':>9}"
-            f"{'AUROC':>7}{'right after':>13}")  # fmt: skip
+            f"{'AUROC':>7}{'right after':>13}{'type':>7}{'type after':>12}")  # fmt: skip
     lines = [f"STAR on errors it did not write ({report.cases} cases, realistic windows, tau 0.8, epsilon 0.1)",
              "routed: the audit sends it to repair; flagged: trust in the clean traces' lowest quarter "
              f"(below {quarter:.3f}); AUROC: clean trust above this variant's; right after: first place right "
-             "after one repair round (unrouted ones as they are)", head, "-" * len(head)]  # fmt: skip
+             "after one repair round (unrouted ones as they are); type, type after: its fault type right, before and after", head, "-" * len(head)]  # fmt: skip
     for family in families:
         rows = [v for v in report.variants if v.family == family]
         if not rows:
@@ -228,10 +235,11 @@ def render(report: HonestReport) -> str:
         n = len(rows)
         area = auroc([v.trust for v in clean], [v.trust for v in rows]) if family != CLEAN else None
         after = sum((v.repaired_right if v.repaired_right is not None else v.right) for v in rows) / n
+        type_after = sum((v.repaired_type_right if v.repaired_type_right is not None else v.type_right) for v in rows) / n
         lines.append(f"{family:<26}{n:>5}{sum(v.changed_top for v in rows) / n:>10.3f}{sum(v.right for v in rows) / n:>8.3f}"
                      f"{sum(v.route != Route.ACCEPT.value for v in rows) / n:>8.3f}"
                      f"{sum(v.trust < quarter for v in rows) / n:>9.3f}{'-' if area is None else f'{area:.3f}':>7}"
-                     f"{after:>13.3f}")  # fmt: skip
+                     f"{after:>13.3f}{sum(v.type_right for v in rows) / n:>7.3f}{type_after:>12.3f}")  # fmt: skip
     faulted = [v for v in report.variants if v.family != CLEAN]
     if faulted:
         n = len(faulted)

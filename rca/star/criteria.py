@@ -22,6 +22,7 @@ class Criterion:
     weight: float
     explanation: str
     blamed: tuple[str, ...] = ()  # evidence, hypothesis or link ids that violate it
+    necessary: bool = False  # violated, the trace is not accepted however well the rest scores
 
     @property
     def violated(self) -> bool:

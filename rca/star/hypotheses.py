@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rca.evidence.traces import GapShare
+from rca.hypotheses import NO_GAPS, supported_faults
 from rca.star.criteria import AuditContext, Criterion
 from rca.trace import Trace, hypothesis_set
 
@@ -10,7 +12,27 @@ HOST_MARK = "[host]"
 
 
 def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
-    return [grounded(trace), not_collapsed(trace), covers_evidence(trace, ctx), layer_consistent(trace)]
+    return [grounded(trace), not_collapsed(trace), covers_evidence(trace, ctx), layer_consistent(trace),
+            type_carried(trace, ctx)]  # fmt: skip
+
+
+def type_carried(trace: Trace, ctx: AuditContext) -> Criterion:
+    """The leading hypothesis's fault type is one its service's own evidence shows the primary
+    sign of (a CPU fault its CPU, a delay its calls' time on the wire, an exception its logs)."""
+    if not trace.hypotheses:
+        return Criterion(STAGE, "type_carried", 1.0, 1.0, "no hypothesis to check")
+    ep = trace.evidence_package
+    top = trace.hypotheses[0]
+    shares: dict[str, GapShare] = ep.edge_shares
+    shown = supported_faults(ep.evidence, symptom=trace.symptom, population=ctx.graph.number_of_nodes(),
+                             edge_share=lambda e: shares.get(e, NO_GAPS),
+                             alert_time=ep.alert_time).get(top.service, frozenset())  # fmt: skip
+    if top.fault_type in shown:
+        return Criterion(STAGE, "type_carried", 1.0, 1.0, f"{top.service}'s evidence shows what a {top.fault_type.value} fault leaves")
+    other = ", ".join(sorted(f.value for f in shown)) or "no fault type"
+    return Criterion(STAGE, "type_carried", 0.0, 1.0,
+                     f"{top.service}'s evidence shows no sign of a {top.fault_type.value} fault; it shows {other}",
+                     (top.id,), necessary=True)  # fmt: skip
 
 
 def covers_evidence(trace: Trace, ctx: AuditContext) -> Criterion:

@@ -111,3 +111,16 @@ def test_standing_depends_on_order_alone(scale: float) -> None:
     s = Standing.among(0.21 * scale, [t * scale for t in earlier])
     assert (s.above, s.of) == (31, 40) and s.doubtful  # 9 of the 40 were trusted less
     assert not Standing.among(1.9 * scale, [t * scale for t in earlier]).doubtful
+
+
+def test_a_fault_type_its_evidence_does_not_show_is_named_in_the_verdict_with_the_repair() -> None:
+    from rca.evaluation.star_honest import neighbouring_fault_type
+
+    trace = demo_trace()
+    ctx = AuditContext(nx.DiGraph())
+    retyped = neighbouring_fault_type(trace, ctx)
+    assert retyped is not None
+    a = audit(retyped, ctx)
+    payload = render.as_text(render.verdict(Verdict("inv-1", "Frontend", Window(0, 600), retyped, a))[1])
+    assert a.route.value != "accept" and "type carried" in payload and "shows no sign of" in payload
+    assert "Repair reasoning" in payload

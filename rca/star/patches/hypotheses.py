@@ -49,7 +49,17 @@ async def separate_layers(trace: Trace, ctx: RepairContext) -> Trace:
     return replace(trace, hypotheses=tuple(sorted(hyps, key=lambda h: -h.value)))
 
 
+async def retype(trace: Trace, ctx: RepairContext) -> Trace:
+    """Give the leading hypothesis the fault type its service's own evidence supports best."""
+    if not trace.hypotheses:
+        return trace
+    top = trace.hypotheses[0]
+    fresh = hypothesis_set(trace.evidence_package, graph=ctx.audit.graph, symptom=trace.symptom)
+    best = next((h.fault_type for h in fresh if h.service == top.service), top.fault_type)
+    return replace(trace, hypotheses=(replace(top, fault_type=best), *trace.hypotheses[1:]))
+
+
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
     table = {"grounded": ("bind_evidence", bind_evidence), "not_collapsed": ("add_counter_hypotheses", add_counter_hypotheses),
-             "layer_consistent": ("separate_layers", separate_layers)}  # fmt: skip
+             "layer_consistent": ("separate_layers", separate_layers), "type_carried": ("retype", retype)}  # fmt: skip
     return by_violation(STAGE, table, violated)

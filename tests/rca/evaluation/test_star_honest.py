@@ -70,3 +70,23 @@ def test_auroc_counts_ties_half_and_orders() -> None:
     assert auroc([0.1], [0.9]) == 0.0
     assert auroc([0.5], [0.5]) == 0.5
     assert auroc([], [0.5]) is None
+
+
+def test_a_fault_type_its_evidence_does_not_show_is_not_accepted_and_repair_restores_it(
+    real: tuple[Trace, AuditContext],
+) -> None:
+    from rca.evaluation.star_honest import neighbouring_fault_type
+    from rca.star.audit import Route
+    from rca.star.patches import RepairContext
+    from rca.star.repair import RepairConfig, repair
+
+    trace, ctx = real
+    clean = audit(trace, ctx)
+    assert next(c for c in clean.criteria if c.name == "type_carried").score == 1.0  # the engine's own type is shown
+    retyped = neighbouring_fault_type(trace, ctx)
+    assert retyped is not None
+    verdict = audit(retyped, ctx)
+    carried = next(c for c in verdict.criteria if c.name == "type_carried")
+    assert carried.violated and verdict.route is not Route.ACCEPT
+    fixed = asyncio.run(repair(retyped, RepairContext(ctx), RepairConfig(rounds=1))).trace
+    assert fixed.decision.ranking[0][1] == trace.decision.ranking[0][1]
