@@ -50,13 +50,21 @@ async def separate_layers(trace: Trace, ctx: RepairContext) -> Trace:
 
 
 async def retype(trace: Trace, ctx: RepairContext) -> Trace:
-    """Give the leading hypothesis the fault type its service's own evidence supports best."""
+    """Read the leader's service again (a type its evidence does not show may have been read
+    from too little of it), then give the leader the fault type, and the evidence, its
+    service's telemetry supports best."""
     if not trace.hypotheses:
         return trace
     top = trace.hypotheses[0]
+    if ctx.recollect is not None:
+        trace = await ctx.recollect(trace, (top.service,), 0.0)
     fresh = hypothesis_set(trace.evidence_package, graph=ctx.audit.graph, symptom=trace.symptom)
-    best = next((h.fault_type for h in fresh if h.service == top.service), top.fault_type)
-    return replace(trace, hypotheses=(replace(top, fault_type=best), *trace.hypotheses[1:]))
+    mine = next((h for h in fresh if h.service == top.service), None)
+    if mine is None:
+        return trace
+    by_id = {ev.id for ev in trace.evidence_package.evidence}
+    rest = tuple(replace(h, evidence=tuple(i for i in h.evidence if i in by_id)) for h in trace.hypotheses[1:])
+    return replace(trace, hypotheses=(replace(top, fault_type=mine.fault_type, evidence=mine.evidence), *rest))
 
 
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
