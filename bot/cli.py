@@ -157,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     es = sub.add_parser("eval-star", help="STAR's evaluation: injected reasoning faults, stage localisation")
     es.add_argument("path", type=Path)
     es.add_argument("--match", default="", help="only cases whose id contains this text")
+    es.add_argument("--json", dest="json_out", type=Path, help="with --honest: write every variant's result here")
     es.add_argument("--honest", action="store_true",
                     help="lats's own traces under realistic windows, given reasoning errors the audit is not told "
                          "of, and clean rewrites: detection, false alarms, repairs judged by the label")  # fmt: skip
@@ -235,7 +236,11 @@ async def _run(args: argparse.Namespace) -> int:
     if args.command == "eval-star":
         cases = [c for c in find_cases(args.path) if args.match in c.id]
         if args.honest:
-            print(render_honest(await evaluate_honest(cases, progress=ProgressBar())))
+            report = await evaluate_honest(cases, progress=ProgressBar())
+            print(render_honest(report))
+            if args.json_out:
+                args.json_out.write_text(json.dumps(report.to_json(), indent=1))
+                print(f"wrote {len(report.variants)} variant(s) to {args.json_out}")
             return 0
         print(render_star(await evaluate_star(build_engine("lats"), cases, progress=ProgressBar())))
         return 0

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import networkx as nx
 
@@ -162,6 +162,10 @@ class Variant:
 class HonestReport:
     variants: list[Variant] = field(default_factory=list)
     cases: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {"version": 1, "protocol": "realistic", "cases": self.cases,
+                "variants": [asdict(v) for v in self.variants]}  # fmt: skip
 
 
 def _top(t: Trace) -> str | None:

@@ -165,3 +165,18 @@ def test_investigate_with_a_read_budget_decides_on_what_it_read_and_says_so(
     assert any("read budget of 4 spent" in m for m in trace["evidence_package"]["missing"])
     with pytest.raises(SystemExit):
         main(["eval", str(nezha_slice), "--budget", "-3"])
+
+
+def test_eval_star_honest_reports_every_family_and_writes_each_variant(
+    petshop_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "honest.json"
+    assert main(["eval-star", str(petshop_slice), "--honest", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "clean" in printed and "all faults" in printed and "routed" in printed
+    doc = json.loads(out.read_text())
+    families = {v["family"] for v in doc["variants"]}
+    assert "clean" in families and len(families) >= 3 and doc["cases"] >= 1
+    clean = [v for v in doc["variants"] if v["family"] == "clean"]
+    assert all(v["route"] == "accept" for v in clean)  # a harmless rewrite raises no alarm
+    assert all(0.0 <= v["trust"] <= 1.0 for v in doc["variants"])
