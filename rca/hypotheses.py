@@ -219,7 +219,7 @@ def score_hypotheses(
     best: dict[str, tuple[float, FaultType, list[EvidenceId]]] = {}
     for entity, sig in comps.items():
         for fault, recipe in config.model.recipes.items():
-            if not any(sig.get(part) > 0 for part in GATES[fault]):
+            if not _shows(sig, fault):
                 continue
             # parts whose modality the incident lacks neither count nor dilute
             usable = [(part, w) for part, w in recipe if _MODALITY_OF_PART.get(part, Modality.METRICS) in modalities]
@@ -264,8 +264,12 @@ def supported_faults(
     `score_hypotheses` reads it (rca.fault_model.GATES): the types a hypothesis about it may
     carry. `population`: the services of the call graph."""
     comps = _components(evidence, config, edge_share, population, reference(evidence, symptom, alert_time))
-    return {entity: frozenset(f for f in config.model.recipes if any(sig.get(part) > 0 for part in GATES[f]))
-            for entity, sig in comps.items()}  # fmt: skip
+    return {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
+
+
+def _shows(sig: _Signals, fault: FaultType) -> bool:
+    """The evidence shows one of the fault type's primary components (rca.fault_model.GATES)."""
+    return any(sig.get(part) > 0 for part in GATES[fault])
 
 
 def _apply_rules(values: dict[str, float], board: Board, cfg: ScoringConfig) -> dict[str, tuple[float, str]]:

@@ -115,10 +115,16 @@ def auroc(outcomes: Sequence[Outcome], of: Callable[[AuditOutcome], float] = _tr
     scored = [o for o in outcomes if o.audit is not None]
     wrong = [of(o.audit) for o in scored if not o.right]  # type: ignore[arg-type]
     right = [of(o.audit) for o in scored if o.right]  # type: ignore[arg-type]
-    if not wrong or not right:
+    return separation(right, wrong)
+
+
+def separation(high: Sequence[float], low: Sequence[float]) -> float | None:
+    """The chance a value of `high` exceeds one of `low` (ties count half): the AUROC of the
+    value for telling the two apart; None without both."""
+    if not high or not low:
         return None
-    wins = sum(1.0 if w < r else 0.5 if w == r else 0.0 for w in wrong for r in right)
-    return wins / (len(wrong) * len(right))
+    wins = sum(1.0 if h > lo else 0.5 if h == lo else 0.0 for h in high for lo in low)
+    return wins / (len(high) * len(low))
 
 
 @dataclass(frozen=True, slots=True)

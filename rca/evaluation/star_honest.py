@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 import networkx as nx
 
 from rca.engines import build_engine
+from rca.evaluation.metrics import separation
 from rca.evaluation.protocols import Protocol
 from rca.evidence import EvidenceId
 from rca.model import FaultType, IncidentCase
@@ -214,42 +215,33 @@ def _type(t: Trace) -> str | None:
     return str(t.decision.ranking[0][1]) if t.decision.ranking else None
 
 
-def auroc(high: Sequence[float], low: Sequence[float]) -> float | None:
-    """The chance a value of `high` exceeds one of `low` (ties count half)."""
-    if not high or not low:
-        return None
-    wins = sum(1.0 if h > lo else 0.5 if h == lo else 0.0 for h in high for lo in low)
-    return wins / (len(high) * len(low))
-
-
 def render(report: HonestReport) -> str:
     clean = [v for v in report.variants if v.family == CLEAN]
-    quarter = statistics.quantiles([v.trust for v in clean], n=4)[0] if len(clean) >= 2 else 0.0
-    families = [CLEAN, *FAMILIES, READ_BUDGET_FAMILY]
+    trusted = [v.trust for v in clean]
+    quarter = statistics.quantiles(trusted, n=4)[0] if len(clean) >= 2 else 0.0
     head = (f"{'variant':<26}{'n':>5}{'top moved':>10}{'right':>8}{'routed':>8}{'flagged':>9}"
             f"{'AUROC':>7}{'right after':>13}{'type':>7}{'type after':>12}")  # fmt: skip
     lines = [f"STAR on errors it did not write ({report.cases} cases, realistic windows, tau 0.8, epsilon 0.1)",
              "routed: the audit sends it to repair; flagged: trust in the clean traces' lowest quarter "
              f"(below {quarter:.3f}); AUROC: clean trust above this variant's; right after: first place right "
              "after one repair round (unrouted ones as they are); type, type after: its fault type right, before and after", head, "-" * len(head)]  # fmt: skip
-    for family in families:
-        rows = [v for v in report.variants if v.family == family]
-        if not rows:
-            continue
-        n = len(rows)
-        area = auroc([v.trust for v in clean], [v.trust for v in rows]) if family != CLEAN else None
-        after = sum((v.repaired_right if v.repaired_right is not None else v.right) for v in rows) / n
-        type_after = sum((v.repaired_type_right if v.repaired_type_right is not None else v.type_right) for v in rows) / n
-        lines.append(f"{family:<26}{n:>5}{sum(v.changed_top for v in rows) / n:>10.3f}{sum(v.right for v in rows) / n:>8.3f}"
-                     f"{sum(v.route != Route.ACCEPT.value for v in rows) / n:>8.3f}"
-                     f"{sum(v.trust < quarter for v in rows) / n:>9.3f}{'-' if area is None else f'{area:.3f}':>7}"
-                     f"{after:>13.3f}{sum(v.type_right for v in rows) / n:>7.3f}{type_after:>12.3f}")  # fmt: skip
-    faulted = [v for v in report.variants if v.family != CLEAN]
-    if faulted:
-        n = len(faulted)
-        lines.append(f"{'all faults':<26}{n:>5}{sum(v.changed_top for v in faulted) / n:>10.3f}"
-                     f"{sum(v.right for v in faulted) / n:>8.3f}{sum(v.route != Route.ACCEPT.value for v in faulted) / n:>8.3f}"
-                     f"{sum(v.trust < quarter for v in faulted) / n:>9.3f}"
-                     f"{auroc([v.trust for v in clean], [v.trust for v in faulted]) or 0.0:>7.3f}"
-                     f"{sum((v.repaired_right if v.repaired_right is not None else v.right) for v in faulted) / n:>13.3f}")  # fmt: skip
+    for family in [CLEAN, *FAMILIES, READ_BUDGET_FAMILY]:
+        if rows := [v for v in report.variants if v.family == family]:
+            lines.append(_row(family, rows, None if family == CLEAN else trusted, quarter, types=True))
+    if faulted := [v for v in report.variants if v.family != CLEAN]:
+        lines.append(_row("all faults", faulted, trusted, quarter, types=False))  # fault types mean nothing pooled
     return "\n".join(lines)
+
+
+def _row(label: str, rows: Sequence[Variant], clean: Sequence[float] | None, quarter: float, *, types: bool) -> str:
+    """One line of the table: shares over `rows`; the AUROC of `clean` trust over theirs."""
+    n = len(rows)
+    area = separation(clean, [v.trust for v in rows]) if clean is not None else None
+    after = sum((v.repaired_right if v.repaired_right is not None else v.right) for v in rows) / n
+    line = (f"{label:<26}{n:>5}{sum(v.changed_top for v in rows) / n:>10.3f}{sum(v.right for v in rows) / n:>8.3f}"
+            f"{sum(v.route != Route.ACCEPT.value for v in rows) / n:>8.3f}{sum(v.trust < quarter for v in rows) / n:>9.3f}"
+            f"{'-' if area is None else f'{area:.3f}':>7}{after:>13.3f}")  # fmt: skip
+    if types:
+        type_after = sum((v.repaired_type_right if v.repaired_type_right is not None else v.type_right) for v in rows) / n
+        line += f"{sum(v.type_right for v in rows) / n:>7.3f}{type_after:>12.3f}"
+    return line

@@ -93,6 +93,13 @@ def _minutes(logs: Sequence[MinedLog]) -> float:
     return float(max(1, len(minutes)))
 
 
+def _expected(normal_count: int, normal_total: int, now_total: int, n_min: float, c_min: float) -> float:
+    """Lines expected in the window from a normal count, scaled by the change of the service's
+    total volume (at most fivefold either way), so that more traffic alone is not an anomaly."""
+    volume = (now_total / c_min) / (normal_total / n_min) if normal_total and now_total else 1.0
+    return normal_count / n_min * c_min * min(max(volume, 0.2), 5.0)
+
+
 _ERROR_WORDS = ("exception", "threw", "error", "fail", "refused", "timeout", "unavailable")
 
 
@@ -184,8 +191,7 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
         t, sev = info.get(key, (m.template, m.record.severity))
         info[key] = (t, max(sev, m.record.severity))
     def expect(entity: str, normal_count: int) -> float:
-        volume = (now_total[entity] / c_min) / (base_total[entity] / n_min) if base_total[entity] and now_total[entity] else 1.0
-        return normal_count / n_min * c_min * min(max(volume, 0.2), 5.0)
+        return _expected(normal_count, base_total[entity], now_total[entity], n_min, c_min)
 
     # lines of one code location, whatever their shape: a template that fell while another
     # of the same statement rose (other arguments, masked otherwise) is not a path stopping
@@ -229,8 +235,7 @@ def error_volume(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> dict[st
     now_all, now_err = Counter(m.record.entity for m in now), Counter(m.record.entity for m in now if failed(m))
     out = {}
     for entity, observed in now_err.items():
-        volume = (now_all[entity] / c_min) / (base_all[entity] / n_min) if base_all[entity] else 1.0
-        expected = base_err[entity] / n_min * c_min * min(max(volume, 0.2), 5.0)
+        expected = _expected(base_err[entity], base_all[entity], now_all[entity], n_min, c_min)
         out[entity] = (observed - expected) / math.sqrt(expected + 1.0)
     return out
 

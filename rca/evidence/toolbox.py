@@ -199,7 +199,7 @@ class Toolbox:
 
     def _charge(self, reads: int) -> bool:
         """Spend reads from the budget; False, and said once, when they are not there."""
-        if self.budget is not None and self.reads + reads > self.budget:
+        if not self._affordable(reads):
             note = f"read budget of {self.budget} spent: the search decided on what it had read"
             if note not in self.missing:
                 self.missing.append(note)
@@ -315,7 +315,8 @@ class Toolbox:
             lambda: (mine(miner, back_records), mine(miner, free_records), mine(miner, now_records))
         )
         normal_mined = normal_logs(mined_back, mined_free)
-        self._volume = error_volume(normal_mined, now)
+        if self.glance and self.budget is not None:  # only a budgeted logs scan glances at them
+            self._volume = error_volume(normal_mined, now)
         shifts: dict[str, list[TemplateShift]] = {}
         for t in template_shifts(normal_mined, now):
             shifts.setdefault(t.entity, []).append(t)

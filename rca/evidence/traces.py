@@ -54,23 +54,20 @@ def timings(spans: Sequence[Span]) -> tuple[Timings, Timings]:
     if not spans:
         empty = _timings([], np.array([]), np.array([]))
         return empty, empty
-    df = pd.DataFrame({
-        "trace": [s.trace_id for s in spans], "span": [s.span_id for s in spans],
-        "parent": [s.parent_id for s in spans], "entity": [s.entity for s in spans],
-        "start": np.fromiter((s.start for s in spans), float, len(spans)),
-        "end": np.fromiter((s.end for s in spans), float, len(spans)),
-    })  # fmt: skip
-    n = len(df)
-    traces, _ = pd.factorize(df["trace"])
-    ids, _ = pd.factorize(pd.concat([df["span"], df["parent"]], ignore_index=True))
+    n = len(spans)
+    parents = np.array([s.parent_id for s in spans], dtype=object)
+    entity = np.array([s.entity for s in spans], dtype=object)
+    start = np.fromiter((s.start for s in spans), float, n)
+    end = np.fromiter((s.end for s in spans), float, n)
+    traces, _ = pd.factorize(np.array([s.trace_id for s in spans], dtype=object))
+    ids, _ = pd.factorize(np.concatenate([np.array([s.span_id for s in spans], dtype=object), parents]))
     width = int(ids.max()) + 1  # a span's key: its trace and its id, as one integer
     mine, theirs = traces * width + ids[:n], traces * width + ids[n:]
     # (child, parent) pairs: every span whose own key is a child's parent key is its parent
-    kids = pd.DataFrame({"key": theirs[df["parent"].to_numpy() != ""], "child": np.flatnonzero(df["parent"].to_numpy() != "")})
+    has_parent = parents != ""
+    kids = pd.DataFrame({"key": theirs[has_parent], "child": np.flatnonzero(has_parent)})
     pairs = kids.merge(pd.DataFrame({"key": mine, "parent": np.arange(n)}), on="key")
     child, parent = pairs["child"].to_numpy(), pairs["parent"].to_numpy()
-    entity = df["entity"].to_numpy(dtype=object)
-    start, end = df["start"].to_numpy(), df["end"].to_numpy()
     remote = entity[child] != entity[parent]
     calls_out = np.zeros(n, dtype=bool)
     calls_out[parent[remote]] = True

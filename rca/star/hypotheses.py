@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rca.evidence.traces import GapShare
 from rca.hypotheses import NO_GAPS, supported_faults
 from rca.star.criteria import AuditContext, Criterion
 from rca.trace import Trace, hypothesis_set
@@ -23,9 +22,8 @@ def type_carried(trace: Trace, ctx: AuditContext) -> Criterion:
         return Criterion(STAGE, "type_carried", 1.0, 1.0, "no hypothesis to check")
     ep = trace.evidence_package
     top = trace.hypotheses[0]
-    shares: dict[str, GapShare] = ep.edge_shares
     shown = supported_faults(ep.evidence, symptom=trace.symptom, population=ctx.graph.number_of_nodes(),
-                             edge_share=lambda e: shares.get(e, NO_GAPS),
+                             edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS),
                              alert_time=ep.alert_time).get(top.service, frozenset())  # fmt: skip
     if top.fault_type in shown:
         return Criterion(STAGE, "type_carried", 1.0, 1.0, f"{top.service}'s evidence shows what a {top.fault_type.value} fault leaves")

@@ -62,8 +62,8 @@ async def retype(trace: Trace, ctx: RepairContext) -> Trace:
     mine = next((h for h in fresh if h.service == top.service), None)
     if mine is None:
         return trace
-    by_id = {ev.id for ev in trace.evidence_package.evidence}
-    rest = tuple(replace(h, evidence=tuple(i for i in h.evidence if i in by_id)) for h in trace.hypotheses[1:])
+    present = {ev.id for ev in trace.evidence_package.evidence}  # a re-read replaced the leader's evidence
+    rest = tuple(replace(h, evidence=tuple(i for i in h.evidence if i in present)) for h in trace.hypotheses[1:])
     return replace(trace, hypotheses=(replace(top, fault_type=mine.fault_type, evidence=mine.evidence), *rest))
 
 

@@ -8,9 +8,9 @@ import networkx as nx
 import pytest
 
 from rca.engines import build_engine
+from rca.evaluation.metrics import separation as auroc
 from rca.evaluation.star_honest import (
     FAMILIES,
-    auroc,
     nudged_confidence,
     renamed_ids,
     thin_evidence,
