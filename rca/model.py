@@ -6,7 +6,7 @@ not copied, so treat them as read-only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
@@ -159,6 +159,65 @@ class Span:
     @property
     def duration(self) -> float:
         return self.end - self.start
+
+
+_SPAN_COLUMNS = ("trace_id", "span_id", "parent_id", "entity", "operation", "start", "end", "status", "instance")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SpanTable(Sequence[Span]):
+    """Spans as columns, one array per field: a trace read holds hundreds of thousands of
+    spans, and the timings, the call graph and the window cuts work on whole columns. It is
+    still a sequence of `Span`s; an element is built only when asked for."""
+
+    trace_id: np.ndarray  # str objects
+    span_id: np.ndarray
+    parent_id: np.ndarray  # "" for a root span
+    entity: np.ndarray
+    operation: np.ndarray
+    start: np.ndarray  # float epoch seconds
+    end: np.ndarray
+    status: np.ndarray  # SpanStatus objects
+    instance: np.ndarray
+
+    @classmethod
+    def of(cls, spans: Iterable[Span]) -> SpanTable:
+        """The spans as a table (a table is returned as it is)."""
+        if isinstance(spans, SpanTable):
+            return spans
+        rows = list(spans)
+        columns = [np.array([getattr(s, c) for s in rows], dtype=object) for c in _SPAN_COLUMNS]
+        return cls(*columns)._typed()
+
+    @classmethod
+    def concat(cls, tables: Iterable[Sequence[Span]]) -> SpanTable:
+        parts = [cls.of(t) for t in tables]
+        if not parts:
+            return cls.of(())
+        return cls(*(np.concatenate([getattr(t, c) for t in parts]) for c in _SPAN_COLUMNS))._typed()
+
+    def _typed(self) -> SpanTable:
+        columns = {c: np.asarray(getattr(self, c), dtype=object) for c in _SPAN_COLUMNS}
+        columns["start"] = np.asarray(self.start, dtype=float)
+        columns["end"] = np.asarray(self.end, dtype=float)
+        return SpanTable(**columns)
+
+    def take(self, rows: np.ndarray | slice) -> SpanTable:
+        """The rows at these positions (an index array, a boolean mask or a slice)."""
+        return SpanTable(*(getattr(self, c)[rows] for c in _SPAN_COLUMNS))
+
+    def __len__(self) -> int:
+        return int(self.start.size)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return self.take(i)
+        return Span(str(self.trace_id[i]), str(self.span_id[i]), str(self.parent_id[i]), str(self.entity[i]),
+                    str(self.operation[i]), float(self.start[i]), float(self.end[i]), SpanStatus(self.status[i]),
+                    str(self.instance[i]))  # fmt: skip
+
+    def __iter__(self) -> Iterator[Span]:
+        return (self[i] for i in range(len(self)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
 from rca.evidence.runs import ONSET_Z
-from rca.model import LogRecord, Severity, Span, Window
+from rca.model import LogRecord, Severity, Span, SpanTable, Window
 from rca.topology import ONSET_TOLERANCE
 
 _MASKS = (
@@ -322,9 +322,10 @@ def _marks(logs: Sequence[MinedLog], spans: Sequence[Span], logged: Callable[[st
         if m.record.trace_id:
             add(m.record.entity, m.record.trace_id, m.template_id, m.record.time, f"'{m.template[:80]}'")
             add(m.record.entity, m.record.trace_id, _ANY_LINE, m.record.time, "a line of its own")
-    for s in spans:
-        if s.trace_id and logged(s.entity, s.start):
-            add(s.entity, s.trace_id, _SPAN + s.operation, s.start, f"its span '{s.operation[:80]}'")
+    table = SpanTable.of(spans)  # read by column: a span object per row would cost more than the marks
+    for entity, trace, operation, start in zip(table.entity, table.trace_id, table.operation, table.start.tolist(), strict=True):
+        if trace and logged(entity, start):
+            add(entity, trace, _SPAN + operation, start, f"its span '{operation[:80]}'")
     return out
 
 

@@ -36,7 +36,7 @@ from rca.evidence.logs import (
 )
 from rca.evidence.metrics import MetricShift, metric_shifts
 from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
-from rca.model import Incident, LogRecord, Modality, Span
+from rca.model import Incident, LogRecord, Modality, Span, SpanTable
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
@@ -143,7 +143,7 @@ class Toolbox:
         self._peers: dict[tuple[str, str], frozenset[str]] = {}
         self._own: dict[str, LatencyShift] | None = None
         self._gaps: dict[str, LatencyShift] | None = None
-        self._read_spans: tuple[list[Span], list[Span]] | None = None
+        self._read_spans: tuple[Sequence[Span], Sequence[Span]] | None = None
         self._graph: nx.DiGraph | None = None
         self.missing: list[str] = list(incident.missing())
         self.failed: set[str] = set()  # modalities whose backend failed while reading
@@ -378,18 +378,18 @@ class Toolbox:
         return ToolResult("logs", entity, query, tuple(items[:8]), "ok" if shifts else "no_data")
 
     # -- traces ------------------------------------------------------------------------
-    async def _span_reads(self) -> tuple[list[Span], list[Span]]:
+    async def _span_reads(self) -> tuple[Sequence[Span], Sequence[Span]]:
         """The normal period's spans and the window's, read once (under the lock): the
         trace tool times them, the log tool finds the requests a service served silently."""
         if self._read_spans is None:
-            ref: list[Span] = []
-            now: list[Span] = []
+            ref: Sequence[Span] = []
+            now: Sequence[Span] = []
             src = self.incident.sources.traces
             if src is not None:
                 normal = self.incident.normal_for(Modality.TRACES)
                 window = normal.window if normal is not None else self.incident.window
                 readers = [p.traces for p in normal.parts() if p.traces is not None] if normal is not None else []
-                ref = [s for r in readers for s in await self._read("traces", r.spans(SpanQuery(window)), [])]
+                ref = SpanTable.concat([await self._read("traces", r.spans(SpanQuery(window)), []) for r in readers])
                 if not readers:
                     self.missing.append("normal traces: absent, no latency baseline")
                 now = await self._read("traces", src.spans(SpanQuery(self.incident.window)), [])

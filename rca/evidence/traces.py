@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rca.evidence.runs import Placed, place
-from rca.model import Span
+from rca.model import Span, SpanTable
 
 MIN_SAMPLES = 3
 
@@ -54,13 +54,11 @@ def timings(spans: Sequence[Span]) -> tuple[Timings, Timings]:
     if not spans:
         empty = _timings([], np.array([]), np.array([]))
         return empty, empty
-    n = len(spans)
-    parents = np.array([s.parent_id for s in spans], dtype=object)
-    entity = np.array([s.entity for s in spans], dtype=object)
-    start = np.fromiter((s.start for s in spans), float, n)
-    end = np.fromiter((s.end for s in spans), float, n)
-    traces, _ = pd.factorize(np.array([s.trace_id for s in spans], dtype=object))
-    ids, _ = pd.factorize(np.concatenate([np.array([s.span_id for s in spans], dtype=object), parents]))
+    table = SpanTable.of(spans)
+    n = len(table)
+    parents, entity, start, end = table.parent_id, table.entity, table.start, table.end
+    traces, _ = pd.factorize(table.trace_id)
+    ids, _ = pd.factorize(np.concatenate([table.span_id, parents]))
     width = int(ids.max()) + 1  # a span's key: its trace and its id, as one integer
     mine, theirs = traces * width + ids[:n], traces * width + ids[n:]
     # (child, parent) pairs: every span whose own key is a child's parent key is its parent

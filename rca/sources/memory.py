@@ -6,8 +6,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 
-from rca.model import LogRecord, Series, Span
+from rca.model import LogRecord, Series, Span, SpanTable
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 
 
@@ -54,17 +55,17 @@ class InMemoryLogs:
 
 
 class InMemoryTraces:
-    """Spans held in memory, sorted by start time."""
+    """Spans held in memory as columns, sorted by start time."""
 
     def __init__(self, spans: Iterable[Span]) -> None:
-        self._spans = tuple(sorted(spans, key=lambda s: s.start))
-        self._times = _times_index(self._spans, lambda s: s.start)  # type: ignore[attr-defined]
+        table = SpanTable.of(spans)
+        self._spans = table.take(np.argsort(table.start, kind="stable"))
 
-    async def spans(self, query: SpanQuery) -> list[Span]:
-        lo = int(np.searchsorted(self._times, query.window.start, side="left"))
-        hi = int(np.searchsorted(self._times, query.window.end, side="left"))
-        wanted = set(query.entities)
-        return [s for s in self._spans[lo:hi] if not wanted or s.entity in wanted]
+    async def spans(self, query: SpanQuery) -> SpanTable:
+        lo = int(np.searchsorted(self._spans.start, query.window.start, side="left"))
+        hi = int(np.searchsorted(self._spans.start, query.window.end, side="left"))
+        found = self._spans.take(slice(lo, hi))
+        return found.take(np.isin(found.entity, list(query.entities))) if query.entities else found
 
 
 class StaticTopology:
@@ -79,20 +80,15 @@ class StaticTopology:
 
 def topology_from_spans(spans: Iterable[Span]) -> nx.DiGraph:
     """Caller -> callee edges from parent/child spans of different entities, with call counts."""
-    by_id = {}
-    spans = list(spans)
-    for s in spans:
-        by_id[(s.trace_id, s.span_id)] = s.entity
+    table = SpanTable.of(spans)
     graph = nx.DiGraph()
-    for s in spans:
-        graph.add_node(s.entity)
-        if not s.parent_id:
-            continue
-        caller = by_id.get((s.trace_id, s.parent_id))
-        if caller is None or caller == s.entity:
-            continue
-        if graph.has_edge(caller, s.entity):
-            graph[caller][s.entity]["calls"] += 1
-        else:
-            graph.add_edge(caller, s.entity, calls=1)
+    graph.add_nodes_from(dict.fromkeys(table.entity.tolist()))  # in the order first seen
+    child = pd.DataFrame({"trace": table.trace_id, "parent": table.parent_id, "callee": table.entity})
+    child = child[child["parent"] != ""]
+    parent = pd.DataFrame({"trace": table.trace_id, "parent": table.span_id, "caller": table.entity})
+    parent = parent.drop_duplicates(["trace", "parent"], keep="last")  # one entity per span id, as a dict would keep
+    calls = child.merge(parent, on=["trace", "parent"])
+    calls = calls[calls["caller"] != calls["callee"]]
+    counts = calls.groupby(["caller", "callee"], sort=False).size()
+    graph.add_edges_from((str(a), str(b), {"calls": int(n)}) for (a, b), n in counts.items())
     return graph

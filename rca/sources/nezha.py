@@ -17,10 +17,11 @@ import logging
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar, cast
 
 import networkx as nx
 import numpy as np
@@ -39,8 +40,8 @@ from rca.model import (
     Series,
     Severity,
     Sources,
-    Span,
     SpanStatus,
+    SpanTable,
     Window,
     fault_type_from_text,
 )
@@ -50,6 +51,7 @@ from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 from rca.timestamps import parse_timestamp
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")  # what one minute file reads into: log lines or a span table
 
 _MINUTE_FILE = re.compile(r"^(\d{1,2})_(\d{2})(?:_|$)")
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -142,23 +144,25 @@ def read_logs(path: Path) -> list[LogRecord]:
     return out
 
 
-def read_spans(path: Path) -> list[Span]:
-    """Spans of one trace file."""
+def read_spans(path: Path) -> SpanTable:
+    """Spans of one trace file, as columns."""
     cols = ("TraceID", "SpanID", "ParentID", "PodName", "OperationName")
-    frame = read_csv(path, required=cols, dtype=str, skip_bad_lines=True).fillna("")
-    starts = _nano_or_text(frame, "StartTimeUnixNano", "StartTime", path).tolist()
-    ends = _nano_or_text(frame, "EndTimeUnixNano", "EndTime", path).tolist()
-    traces, spans, parents, pods, ops = (frame[c].tolist() for c in cols)  # plain lists: a column iterates slowly
-    status = frame["Status"].tolist() if "Status" in frame.columns else [""] * len(frame)
-    services = {pod: service_of_pod(pod) for pod in set(pods)}
-    no_parent = ("", "root", "0", "null")
-    return [
-        Span(trace_id=trace_id, span_id=span_id, parent_id="" if parent in no_parent else parent,
-             entity=services[pod], operation=op, start=start, end=end,
-             status=SpanStatus.ERROR if str(st).lower() in ("error", "2") else SpanStatus.UNSET, instance=pod)
-        for trace_id, span_id, parent, pod, op, start, end, st in zip(
-            traces, spans, parents, pods, ops, starts, ends, status, strict=True)
-    ]  # fmt: skip
+    text = {c: str for c in (*cols, "Status", "StartTime", "EndTime")}  # the nanosecond columns parse as numbers
+    frame = read_csv(path, required=cols, dtype=text, skip_bad_lines=True)
+    frame[[c for c in text if c in frame.columns]] = frame[[c for c in text if c in frame.columns]].fillna("")
+    pods = frame["PodName"]
+    services = pods.map({pod: service_of_pod(pod) for pod in pods.unique()})
+    parents = frame["ParentID"].where(~frame["ParentID"].isin(("", "root", "0", "null")), "")
+    status = frame["Status"].str.lower() if "Status" in frame.columns else pd.Series("", index=frame.index)
+    error = status.isin(("error", "2")).to_numpy()
+    return SpanTable(
+        trace_id=frame["TraceID"].to_numpy(dtype=object), span_id=frame["SpanID"].to_numpy(dtype=object),
+        parent_id=parents.to_numpy(dtype=object), entity=services.to_numpy(dtype=object),
+        operation=frame["OperationName"].to_numpy(dtype=object),
+        start=_nano_or_text(frame, "StartTimeUnixNano", "StartTime", path).astype(float),
+        end=_nano_or_text(frame, "EndTimeUnixNano", "EndTime", path).astype(float),
+        status=np.where(error, SpanStatus.ERROR, SpanStatus.UNSET).astype(object), instance=pods.to_numpy(dtype=object),
+    )  # fmt: skip
 
 
 def read_metrics(path: Path) -> tuple[list[Series], bool]:
@@ -194,12 +198,23 @@ def read_metrics(path: Path) -> tuple[list[Series], bool]:
     return out, key == "ServiceName"
 
 
-def _log_identity(r: LogRecord) -> tuple:
-    return (r.time, r.instance, r.message)
+def _merge_logs(parts: Sequence[list[LogRecord]]) -> list[LogRecord]:
+    """The records of overlapping files, each line once (its time, pod and text)."""
+    merged: list[LogRecord] = []
+    seen: set[tuple] = set()
+    for r in (r for part in parts for r in part):
+        key = (r.time, r.instance, r.message)
+        if key not in seen:
+            seen.add(key)
+            merged.append(r)
+    return merged
 
 
-def _span_identity(s: Span) -> tuple:
-    return (s.trace_id, s.span_id, s.entity, s.start)
+def _merge_spans(parts: Sequence[SpanTable]) -> SpanTable:
+    """The spans of overlapping files, each span once (its trace, id, service and start)."""
+    merged = SpanTable.concat(parts)
+    key = pd.DataFrame({"trace": merged.trace_id, "span": merged.span_id, "entity": merged.entity, "start": merged.start})
+    return merged.take(~key.duplicated().to_numpy())
 
 
 # a minute file is named for its last minute and may hold up to this much before it
@@ -216,8 +231,8 @@ class _Folder:
         self._metrics: list[Series] | None = None
         self._kpi: set[str] = set()
         self._skipped: list[str] = []  # metric-folder files that hold no series, and why
-        self._minutes: dict[Path, list] = {}
-        self._merged: dict[tuple[Path, ...], list] = {}  # the same files read together, merged once
+        self._minutes: dict[Path, object] = {}  # a file's log lines or spans
+        self._merged: dict[tuple[Path, ...], object] = {}  # the same files read together, merged once
 
     def has(self, kind: str) -> bool:
         return bool(csv_files(self.path / kind))
@@ -256,8 +271,17 @@ class _Folder:
             if reach is None or span is None or span.overlaps(reach):
                 yield f
 
-    def minute_records(self, kind: str, window: Window | None) -> list:
-        """The records of the minute files that touch the window, each once.
+    def logs(self, window: Window | None) -> list[LogRecord]:
+        """The log lines of the minute files that touch the window (every file for None)."""
+        return self._records("log", window, read_logs, _merge_logs)
+
+    def spans(self, window: Window | None) -> SpanTable:
+        """The spans of the minute files that touch the window (every file for None)."""
+        return self._records("trace", window, read_spans, _merge_spans)
+
+    def _records(self, kind: str, window: Window | None, reader: Callable[[Path], R],
+                 merge: Callable[[list[R]], R]) -> R:  # fmt: skip
+        """The records of a kind's minute files that touch the window, each once.
 
         The publisher's minute files overlap (one may hold the whole of the next), so a
         record met again in another file is the same line or span, not a second one.
@@ -266,29 +290,17 @@ class _Folder:
         with self._lock:
             merged = self._merged.get(files)
         if merged is not None:
-            return merged
-        reader = read_logs if kind == "log" else read_spans
-        identity = _log_identity if kind == "log" else _span_identity
-        merged = []
-        seen: set[tuple] = set()
+            return cast(R, merged)
+        parts: list[R] = []
         for f in files:
             with self._lock:
                 if f not in self._minutes:
-                    self._minutes[f] = reader(f)  # type: ignore[assignment]
-                records = self._minutes[f]
-            for r in records:
-                key = identity(r)
-                if key not in seen:
-                    seen.add(key)
-                    merged.append(r)
+                    self._minutes[f] = reader(f)
+                parts.append(cast(R, self._minutes[f]))
+        merged = merge(parts)
         with self._lock:
             self._merged[files] = merged
-        return merged
-
-    def whole(self, kind: str, entities: tuple[str, ...]) -> list:
-        """Every record of a kind, whatever its time, of the given entities (all when none)."""
-        wanted = set(entities)
-        return [r for r in self.minute_records(kind, None) if not wanted or r.entity in wanted]
+        return cast(R, merged)
 
     def nearest(self, kind: str, window: Window) -> Window | None:
         """The time of the kind's minute file nearest to the window, from the files' names."""
@@ -323,8 +335,9 @@ class _FolderLogs:
 
     async def records(self, query: LogQuery) -> list[LogRecord]:
         if self._whole:
-            return self._folder.whole("log", query.entities)
-        return await InMemoryLogs(self._folder.minute_records("log", query.window)).records(query)
+            wanted = set(query.entities)
+            return [r for r in self._folder.logs(None) if not wanted or r.entity in wanted]
+        return await InMemoryLogs(self._folder.logs(query.window)).records(query)
 
 
 class _FolderTraces:
@@ -334,10 +347,11 @@ class _FolderTraces:
         self._folder = folder
         self._whole = whole
 
-    async def spans(self, query: SpanQuery) -> list[Span]:
+    async def spans(self, query: SpanQuery) -> SpanTable:
         if self._whole:
-            return self._folder.whole("trace", query.entities)
-        return await InMemoryTraces(self._folder.minute_records("trace", query.window)).spans(query)
+            spans = self._folder.spans(None)
+            return spans.take(np.isin(spans.entity, list(query.entities))) if query.entities else spans
+        return await InMemoryTraces(self._folder.spans(query.window)).spans(query)
 
 
 class _FolderTopology:
@@ -357,12 +371,12 @@ class _FolderTopology:
 
     async def topology(self) -> nx.DiGraph:
         if self._graph is None:
-            spans = [s for f, w in self._parts for s in f.minute_records("trace", w)]
+            spans = SpanTable.concat(f.spans(w) for f, w in self._parts)
             if not spans:  # no span kept for these minutes: the calls of the nearest minute that has some
                 near = [(f, n) for f, w in self._parts if w is not None and (n := f.nearest("trace", w))]
-                spans = [s for f, n in near[:1] for s in f.minute_records("trace", n)]
+                spans = SpanTable.concat(f.spans(n) for f, n in near[:1])
             graph = topology_from_spans(spans)
-            roots = Counter(s.entity for s in spans if not s.parent_id)
+            roots = Counter(spans.entity[spans.parent_id == ""].tolist())
             for kpi in self._kpi:  # entry KPIs are measured in front of the root services
                 for root in roots:
                     graph.add_edge(kpi, root, calls=roots[root])
@@ -494,7 +508,8 @@ def _entry_service(folder: _Folder, normal: _Folder | None, window: Window) -> s
     """The service that receives requests from outside: the most frequent root-span entity."""
     for f, w in ((normal, None), (folder, window)):
         if f is not None and f.has("trace"):
-            roots = Counter(s.entity for s in f.minute_records("trace", w) if not s.parent_id)
+            spans = f.spans(w)
+            roots = Counter(spans.entity[spans.parent_id == ""].tolist())
             if roots:
                 return roots.most_common(1)[0][0]
     return ""

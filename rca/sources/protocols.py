@@ -6,6 +6,7 @@ these, so the engine never knows which one it reads.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -66,8 +67,8 @@ class LogSource(Protocol):
 
 @runtime_checkable
 class TraceSource(Protocol):
-    async def spans(self, query: SpanQuery) -> list[Span]:
-        """Spans that start inside the window."""
+    async def spans(self, query: SpanQuery) -> Sequence[Span]:
+        """Spans that start inside the window (a list, or a `SpanTable` of columns)."""
         ...
 
 
