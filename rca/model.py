@@ -13,6 +13,7 @@ from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, NewType
 
 import numpy as np
+import pandas as pd
 
 from rca.errors import InputError
 
@@ -201,6 +202,20 @@ class SpanTable(Sequence[Span]):
         columns["start"] = np.asarray(self.start, dtype=float)
         columns["end"] = np.asarray(self.end, dtype=float)
         return SpanTable(**columns)
+
+    def parent_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(child, parent) row positions of every span whose parent is in the table."""
+        n = len(self)
+        if n == 0:
+            return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+        traces, _ = pd.factorize(self.trace_id)
+        ids, _ = pd.factorize(np.concatenate([self.span_id, self.parent_id]))
+        width = int(ids.max()) + 1  # a span's key: its trace and its id, as one integer
+        mine, theirs = traces * width + ids[:n], traces * width + ids[n:]
+        has_parent = self.parent_id != ""
+        kids = pd.DataFrame({"key": theirs[has_parent], "child": np.flatnonzero(has_parent)})
+        pairs = kids.merge(pd.DataFrame({"key": mine, "parent": np.arange(n)}), on="key")
+        return pairs["child"].to_numpy(), pairs["parent"].to_numpy()
 
     def take(self, rows: np.ndarray | slice) -> SpanTable:
         """The rows at these positions (an index array, a boolean mask or a slice)."""

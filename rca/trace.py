@@ -11,6 +11,7 @@ upstream artifacts (`replay`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from dataclasses import dataclass, replace
@@ -189,6 +190,23 @@ def schema() -> dict[str, Any]:
     return json.loads((resources.files("rca") / "schemas" / "trace.schema.json").read_text())
 
 
+@functools.cache
+def _validator() -> Any:
+    """The schema checked once and compiled; checking it again on every trace cost more than
+    validating the trace."""
+    doc = schema()
+    cls = jsonschema.validators.validator_for(doc)
+    cls.check_schema(doc)
+    return cls(doc)
+
+
+def _validate(doc: dict[str, Any]) -> None:
+    """Raise the schema's most telling error for a document that does not conform."""
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(doc))
+    if error is not None:
+        raise error
+
+
 def to_json(trace: Trace) -> dict[str, Any]:
     """The trace as JSON, validated against the schema."""
     ep = trace.evidence_package
@@ -225,13 +243,13 @@ def to_json(trace: Trace) -> dict[str, Any]:
                  "llm_cached_tokens": trace.cost.llm_cached_tokens, "reads": trace.cost.reads,
                  "llm_phases": {phase: {"calls": calls, "tokens": tokens} for phase, calls, tokens in trace.cost.llm_phases}},
     }  # fmt: skip
-    jsonschema.validate(doc, schema())
+    _validate(doc)
     return doc
 
 
 def from_json(doc: dict[str, Any]) -> Trace:
     """A trace from its JSON, validated first."""
-    jsonschema.validate(doc, schema())
+    _validate(doc)
     ep = doc["evidence_package"]
     evidence = tuple(
         Evidence(

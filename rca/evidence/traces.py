@@ -56,16 +56,8 @@ def timings(spans: Sequence[Span]) -> tuple[Timings, Timings]:
         return empty, empty
     table = SpanTable.of(spans)
     n = len(table)
-    parents, entity, start, end = table.parent_id, table.entity, table.start, table.end
-    traces, _ = pd.factorize(table.trace_id)
-    ids, _ = pd.factorize(np.concatenate([table.span_id, parents]))
-    width = int(ids.max()) + 1  # a span's key: its trace and its id, as one integer
-    mine, theirs = traces * width + ids[:n], traces * width + ids[n:]
-    # (child, parent) pairs: every span whose own key is a child's parent key is its parent
-    has_parent = parents != ""
-    kids = pd.DataFrame({"key": theirs[has_parent], "child": np.flatnonzero(has_parent)})
-    pairs = kids.merge(pd.DataFrame({"key": mine, "parent": np.arange(n)}), on="key")
-    child, parent = pairs["child"].to_numpy(), pairs["parent"].to_numpy()
+    entity, start, end = table.entity, table.start, table.end
+    child, parent = table.parent_pairs()
     remote = entity[child] != entity[parent]
     calls_out = np.zeros(n, dtype=bool)
     calls_out[parent[remote]] = True

@@ -83,12 +83,8 @@ def topology_from_spans(spans: Iterable[Span]) -> nx.DiGraph:
     table = SpanTable.of(spans)
     graph = nx.DiGraph()
     graph.add_nodes_from(dict.fromkeys(table.entity.tolist()))  # in the order first seen
-    child = pd.DataFrame({"trace": table.trace_id, "parent": table.parent_id, "callee": table.entity})
-    child = child[child["parent"] != ""]
-    parent = pd.DataFrame({"trace": table.trace_id, "parent": table.span_id, "caller": table.entity})
-    parent = parent.drop_duplicates(["trace", "parent"], keep="last")  # one entity per span id, as a dict would keep
-    calls = child.merge(parent, on=["trace", "parent"])
-    calls = calls[calls["caller"] != calls["callee"]]
-    counts = calls.groupby(["caller", "callee"], sort=False).size()
+    child, parent = table.parent_pairs()
+    calls = pd.DataFrame({"caller": table.entity[parent], "callee": table.entity[child]})
+    counts = calls[calls["caller"] != calls["callee"]].groupby(["caller", "callee"], sort=False).size()
     graph.add_edges_from((str(a), str(b), {"calls": int(n)}) for (a, b), n in counts.items())
     return graph
