@@ -232,7 +232,8 @@ class _Folder:
         self._kpi: set[str] = set()
         self._skipped: list[str] = []  # metric-folder files that hold no series, and why
         self._minutes: dict[Path, object] = {}  # a file's log lines or spans
-        self._merged: dict[tuple[Path, ...], object] = {}  # the same files read together, merged once
+        self._merged: dict[tuple[Path, ...], object] = {}
+        self._graphs: dict[tuple[Path, ...], tuple[nx.DiGraph, Counter[str]]] = {}  # the same files read together, merged once
 
     def has(self, kind: str) -> bool:
         return bool(csv_files(self.path / kind))
@@ -278,6 +279,20 @@ class _Folder:
     def spans(self, window: Window | None) -> SpanTable:
         """The spans of the minute files that touch the window (every file for None)."""
         return self._records("trace", window, read_spans, _merge_spans)
+
+    def calls(self, window: Window | None) -> tuple[nx.DiGraph, Counter[str]]:
+        """The call graph of the spans of the minute files that touch the window, and how
+        many traces each service was the root of (kept: the fault-free folder's serves
+        every window of its day)."""
+        files = tuple(self._minute_files("trace", window))
+        with self._lock:
+            found = self._graphs.get(files)
+        if found is None:
+            spans = self.spans(window)
+            found = (topology_from_spans(spans), Counter(spans.entity[spans.parent_id == ""].tolist()))
+            with self._lock:
+                self._graphs[files] = found
+        return found
 
     def _records(self, kind: str, window: Window | None, reader: Callable[[Path], R],
                  merge: Callable[[list[R]], R]) -> R:  # fmt: skip
@@ -371,12 +386,17 @@ class _FolderTopology:
 
     async def topology(self) -> nx.DiGraph:
         if self._graph is None:
-            spans = SpanTable.concat(f.spans(w) for f, w in self._parts)
-            if not spans:  # no span kept for these minutes: the calls of the nearest minute that has some
+            parts = [f.calls(w) for f, w in self._parts]
+            if not any(g.number_of_nodes() for g, _ in parts):  # no span in these minutes: the nearest minute's calls
                 near = [(f, n) for f, w in self._parts if w is not None and (n := f.nearest("trace", w))]
-                spans = SpanTable.concat(f.spans(n) for f, n in near[:1])
-            graph = topology_from_spans(spans)
-            roots = Counter(spans.entity[spans.parent_id == ""].tolist())
+                parts = [f.calls(n) for f, n in near[:1]]
+            graph = nx.DiGraph()
+            roots: Counter[str] = Counter()
+            for g, r in parts:  # each part's traces are its own: the graphs add up
+                graph.add_nodes_from(g.nodes)
+                for a, b, calls in g.edges(data="calls"):
+                    graph.add_edge(a, b, calls=calls + (graph[a][b]["calls"] if graph.has_edge(a, b) else 0))
+                roots.update(r)
             for kpi in self._kpi:  # entry KPIs are measured in front of the root services
                 for root in roots:
                     graph.add_edge(kpi, root, calls=roots[root])

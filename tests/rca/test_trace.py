@@ -1,12 +1,13 @@
 """The analysis stage states only the causal links its telemetry supports."""
 
+import jsonschema
 import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.hypotheses import Hypothesis, HypothesisId
 from rca.model import FaultType, Modality, Window
 from rca.signals import Signal
-from rca.trace import EvidencePackage, analysis_structure
+from rca.trace import EvidencePackage, analysis_structure, schema
 
 
 def _ev(i: int, entity: str, onset: float | None) -> Evidence:
@@ -33,3 +34,9 @@ def test_a_callee_without_evidence_is_no_cause() -> None:
 def test_a_cause_that_starts_after_its_effect_is_no_link() -> None:
     assert _chain([_ev(1, "db", 400), _ev(2, "api", 100), _ev(3, "front", 160)]) == [("api", "front")]
     assert _chain([_ev(1, "db", 130), _ev(2, "api", 100)]) == [("db", "api"), ("api", "front")]  # within a minute
+
+
+def test_the_bundled_trace_schema_is_itself_valid() -> None:
+    """Traces are validated against a compiled schema that is not re-checked at run time."""
+    doc = schema()
+    jsonschema.validators.validator_for(doc).check_schema(doc)
