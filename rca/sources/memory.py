@@ -84,6 +84,9 @@ def topology_from_spans(spans: Iterable[Span]) -> nx.DiGraph:
     graph = nx.DiGraph()
     graph.add_nodes_from(dict.fromkeys(table.entity.tolist()))  # in the order first seen
     child, parent = table.parent_pairs()
+    if child.size:  # a span id met twice in one trace names one parent: the last read, as a lookup by id would
+        last = pd.DataFrame({"child": child, "parent": parent}).groupby("child")["parent"].max()
+        child, parent = last.index.to_numpy(), last.to_numpy()
     calls = pd.DataFrame({"caller": table.entity[parent], "callee": table.entity[child]})
     counts = calls[calls["caller"] != calls["callee"]].groupby(["caller", "callee"], sort=False).size()
     graph.add_edges_from((str(a), str(b), {"calls": int(n)}) for (a, b), n in counts.items())
