@@ -213,8 +213,17 @@ def _merge_logs(parts: Sequence[list[LogRecord]]) -> list[LogRecord]:
 def _merge_spans(parts: Sequence[SpanTable]) -> SpanTable:
     """The spans of overlapping files, each span once (its trace, id, service and start)."""
     merged = SpanTable.concat(parts)
-    key = pd.DataFrame({"trace": merged.trace_id, "span": merged.span_id, "entity": merged.entity, "start": merged.start})
-    return merged.take(~key.duplicated().to_numpy())
+    # only spans whose id and start met again can be one span twice: the whole identity is
+    # compared among those few (hashing every column of every span cost more than the rest)
+    again = pd.DataFrame({"span": merged.span_id, "start": merged.start}).duplicated(keep=False).to_numpy()
+    if not again.any():
+        return merged
+    rows = np.flatnonzero(again)
+    key = pd.DataFrame({"trace": merged.trace_id[rows], "span": merged.span_id[rows], "entity": merged.entity[rows],
+                        "start": merged.start[rows]})  # fmt: skip
+    keep = np.ones(len(merged), dtype=bool)
+    keep[rows[key.duplicated().to_numpy()]] = False
+    return merged.take(keep)
 
 
 # a minute file is named for its last minute and may hold up to this much before it
@@ -233,7 +242,8 @@ class _Folder:
         self._skipped: list[str] = []  # metric-folder files that hold no series, and why
         self._minutes: dict[Path, object] = {}  # a file's log lines or spans
         self._merged: dict[tuple[Path, ...], object] = {}
-        self._graphs: dict[tuple[Path, ...], tuple[nx.DiGraph, Counter[str]]] = {}  # the same files read together, merged once
+        self._graphs: dict[tuple[Path, ...], tuple[nx.DiGraph, Counter[str]]] = {}
+        self._indexes: dict[tuple[Path, ...], InMemoryTraces] = {}  # the same files read together, merged once
 
     def has(self, kind: str) -> bool:
         return bool(csv_files(self.path / kind))
@@ -279,6 +289,18 @@ class _Folder:
     def spans(self, window: Window | None) -> SpanTable:
         """The spans of the minute files that touch the window (every file for None)."""
         return self._records("trace", window, read_spans, _merge_spans)
+
+    def span_index(self, window: Window) -> InMemoryTraces:
+        """The spans of the minute files that touch the window, sorted by start for cutting
+        (kept: an investigation and its audit cut the same files)."""
+        files = tuple(self._minute_files("trace", window))
+        with self._lock:
+            found = self._indexes.get(files)
+        if found is None:
+            found = InMemoryTraces(self.spans(window))
+            with self._lock:
+                self._indexes[files] = found
+        return found
 
     def calls(self, window: Window | None) -> tuple[nx.DiGraph, Counter[str]]:
         """The call graph of the spans of the minute files that touch the window, and how
@@ -366,7 +388,7 @@ class _FolderTraces:
         if self._whole:
             spans = self._folder.spans(None)
             return spans.take(np.isin(spans.entity, list(query.entities))) if query.entities else spans
-        return await InMemoryTraces(self._folder.spans(query.window)).spans(query)
+        return await self._folder.span_index(query.window).spans(query)
 
 
 class _FolderTopology:
