@@ -236,6 +236,16 @@ class SpanTable(Sequence[Span]):
 
 
 @dataclass(frozen=True, slots=True)
+class LineCounts:
+    """Log lines per service over a stretch, how many of them report a failure, and how many
+    minutes of the stretch held lines: what an aggregate log query returns (no line's text)."""
+
+    lines: Mapping[str, int]
+    errors: Mapping[str, int]
+    minutes: float
+
+
+@dataclass(frozen=True, slots=True)
 class Sources:
     """Where an investigation reads telemetry; a None modality is absent."""
 

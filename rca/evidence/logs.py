@@ -13,7 +13,7 @@ from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
 from rca.evidence.runs import ONSET_Z
-from rca.model import LogRecord, Severity, Span, SpanTable, Window
+from rca.model import LineCounts, LogRecord, Severity, Span, SpanTable, Window
 from rca.topology import ONSET_TOLERANCE
 
 _MASKS = (
@@ -223,21 +223,31 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
     return sorted(out, key=lambda s: -abs(s.score))
 
 
-def error_volume(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> dict[str, float]:
+def line_counts(mined: Sequence[MinedLog]) -> LineCounts:
+    """Lines and failure lines per service, and the minutes that held lines."""
+    failed = _error_test()
+    return LineCounts(Counter(m.record.entity for m in mined), Counter(m.record.entity for m in mined if failed(m)),
+                      _minutes(mined))  # fmt: skip
+
+
+def error_volume(normal: LineCounts, now: LineCounts) -> dict[str, float]:
     """Per service, how far its error lines rose: the Poisson deviation of their count in the
     window from the normal rate, scaled by the change of the service's total volume (as
     `template_shifts` scales a template). It needs no template, only counts of lines by service
-    and level: what one aggregate log query returns (LogQL `sum by (service, level)
-    (count_over_time(...))`), so a glance over every service's logs can cost one read."""
-    n_min, c_min = _minutes(normal), _minutes(now)
-    failed = _error_test()
-    base_all, base_err = Counter(m.record.entity for m in normal), Counter(m.record.entity for m in normal if failed(m))
-    now_all, now_err = Counter(m.record.entity for m in now), Counter(m.record.entity for m in now if failed(m))
+    and whether they report a failure: what an aggregate log query returns (LogQL `sum by
+    (service) (count_over_time(...))`, with and without a failure filter), so a glance over
+    every service's logs reads no line."""
     out = {}
-    for entity, observed in now_err.items():
-        expected = _expected(base_err[entity], base_all[entity], now_all[entity], n_min, c_min)
+    for entity, observed in now.errors.items():
+        expected = _expected(normal.errors.get(entity, 0), normal.lines.get(entity, 0), now.lines.get(entity, 0),
+                             max(1.0, normal.minutes), max(1.0, now.minutes))  # fmt: skip
         out[entity] = (observed - expected) / math.sqrt(expected + 1.0)
     return out
+
+
+# a line reports a failure by its level (WARNING and above) or by these words
+# (`is_error`), as a case-insensitive pattern a log backend can filter lines with
+ERROR_LINE_PATTERN = "(?i)(warn|critical|fatal|" + "|".join(_ERROR_WORDS) + ")"
 
 
 # a look-back minute whose error lines exceed what the fault-free stretch predicts by this

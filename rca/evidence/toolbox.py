@@ -29,6 +29,7 @@ from rca.evidence.logs import (
     dependency_errors,
     error_volume,
     is_error,
+    line_counts,
     mine,
     new_miner,
     normal_logs,
@@ -36,9 +37,9 @@ from rca.evidence.logs import (
 )
 from rca.evidence.metrics import MetricShift, metric_shifts
 from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
-from rca.model import Incident, LogRecord, Modality, Span, SpanTable
+from rca.model import Incident, LineCounts, LogRecord, Modality, Span, SpanTable
 from rca.signals import Signal, is_host_metric
-from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
+from rca.sources.protocols import LineCountSource, LogQuery, MetricQuery, SpanQuery
 
 T = TypeVar("T")
 
@@ -189,13 +190,28 @@ class Toolbox:
         service's lines counted by level) ranks whose lines to read first: the services whose
         error lines rose most (`error_volume`). It reads no service's lines: each still costs a
         read of its own."""
-        query = f"sum by (service, level) (count_over_time(logs[1m]))[{self.incident.window.to_iso()}]"
+        query = f"sum by (service) (count_over_time(logs[1m]), failing and all)[{self.incident.window.to_iso()}]"
         if not self._charge(1):
             return ToolResult("scan", "logs", query, (), "budget")
-        await self._log_index()
-        rose = sorted((e for e, z in self._volume.items() if z >= LOG_MIN_Z), key=lambda e: (-self._volume[e], e))
+        volume = await self._counted_volume()
+        if volume is None:  # a backend that cannot count: the counts of the lines read for the index
+            await self._log_index()
+            volume = self._volume
+        rose = sorted((e for e, z in volume.items() if z >= LOG_MIN_Z), key=lambda e: (-volume[e], e))
         leads = tuple(rose[:top])
         return ToolResult("scan", "logs", query, (), "ok" if leads else "no_data", leads)
+
+    async def _counted_volume(self) -> dict[str, float] | None:
+        """How far each service's error lines rose, from the backend's own counts of the
+        window and of the look-back (no line read); None where the backend cannot count."""
+        src = self.incident.sources.logs
+        if not isinstance(src, LineCountSource) or "logs" in self.failed:
+            return None
+        normal = self.incident.normal_for(Modality.LOGS)
+        none = LineCounts({}, {}, 1.0)
+        now = await self._read("logs", src.line_counts(self.incident.window), none)
+        base = await self._read("logs", src.line_counts(normal.window), none) if normal is not None else none
+        return error_volume(base, now)
 
     def _charge(self, reads: int) -> bool:
         """Spend reads from the budget; False, and said once, when they are not there."""
@@ -316,7 +332,7 @@ class Toolbox:
         )
         normal_mined = normal_logs(mined_back, mined_free)
         if self.glance and self.budget is not None:  # only a budgeted logs scan glances at them
-            self._volume = error_volume(normal_mined, now)
+            self._volume = error_volume(line_counts(normal_mined), line_counts(now))
         shifts: dict[str, list[TemplateShift]] = {}
         for t in template_shifts(normal_mined, now):
             shifts.setdefault(t.entity, []).append(t)

@@ -5,18 +5,21 @@ failures raise DataError naming the query (the toolbox reports logs as unavailab
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
 
-from rca.errors import DataError
-from rca.model import LogRecord
+from rca.errors import DataError, InputError
+from rca.evidence.logs import ERROR_LINE_PATTERN
+from rca.model import LineCounts, LogRecord, Window
 from rca.sources import http
 from rca.sources.normalise import normalise
 from rca.sources.prometheus import escape_value, services_regex
 from rca.sources.protocols import LogQuery
 
+_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PAGE = 5000  # lines per request (Loki's default max_entries_limit_per_query)
 MAX_LINES = 200_000  # per query; more is cut and said so
 
@@ -25,6 +28,8 @@ class LokiLogs:
     """A LogSource over Loki's HTTP API; `label` names the service in stream labels."""
 
     def __init__(self, url: str, *, label: str = "service", timeout: float = 10.0) -> None:
+        if not _LABEL.fullmatch(label):  # it is written into queries unquoted (`sum by (label)`)
+            raise InputError(f"loki: {label!r} is not a label name")
         self.url = url.rstrip("/")
         self.label = label
         self.timeout = timeout
@@ -40,6 +45,35 @@ class LokiLogs:
         async with http.session(self.timeout) as client:
             data = await self._get(client, f"/loki/api/v1/label/{self.label}/values", {}, what="label values")
         return tuple(sorted(str(v) for v in data or [] if isinstance(v, str)))
+
+    async def line_counts(self, window: Window) -> LineCounts:
+        """Every service's lines in the window and those that report a failure, from two
+        LogQL metric queries (counts per minute, summed by service): no line is returned."""
+        every = f'{{{self.label}=~".+"}}'
+        failing = f'{every} |~ "{escape_value(ERROR_LINE_PATTERN)}"'
+        # evaluated each minute over the minute before it: the first step ends the window's first minute
+        params = {"start": str(int((window.start + 60) * 1e9)), "end": str(int(window.end * 1e9)), "step": "60"}
+        async with http.session(self.timeout) as client:
+            lines, minutes = self._counts(await self._get(client, "/loki/api/v1/query_range", {
+                **params, "query": f"sum by ({self.label}) (count_over_time({every}[1m]))"}, what="line counts"))
+            errors, _ = self._counts(await self._get(client, "/loki/api/v1/query_range", {
+                **params, "query": f"sum by ({self.label}) (count_over_time({failing}[1m]))"}, what="failure counts"))
+        return LineCounts(lines, errors, float(max(1, len(minutes))))
+
+    def _counts(self, data: Any) -> tuple[dict[str, int], set[float]]:
+        """Per service, the sum of a matrix's per-minute counts; and the minutes that held any."""
+        if not isinstance(data, dict) or data.get("resultType") != "matrix":
+            raise DataError("loki: expected a matrix result for a count query")
+        counts: dict[str, int] = {}
+        minutes: set[float] = set()
+        for series in data.get("result", []):
+            service = str(series.get("metric", {}).get(self.label, ""))
+            for ts, value in series.get("values", []):
+                n = int(float(value))
+                if n > 0:
+                    counts[service] = counts.get(service, 0) + n
+                    minutes.add(float(ts))
+        return counts, minutes
 
     async def records(self, query: LogQuery) -> list[LogRecord]:
         logql = self.selector(query.entities)

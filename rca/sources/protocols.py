@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import networkx as nx
 
-from rca.model import LogRecord, Series, Span, Window
+from rca.model import LineCounts, LogRecord, Series, Span, Window
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,16 @@ class MetricSource(Protocol):
 class LogSource(Protocol):
     async def records(self, query: LogQuery) -> list[LogRecord]:
         """Log records inside the window, oldest first."""
+        ...
+
+
+@runtime_checkable
+class LineCountSource(Protocol):
+    """A log backend that can count lines without returning them (an aggregate query)."""
+
+    async def line_counts(self, window: Window) -> LineCounts:
+        """Every service's lines in the window, and those that report a failure
+        (`rca.evidence.logs.ERROR_LINE_PATTERN`)."""
         ...
 
 

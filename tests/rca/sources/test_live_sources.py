@@ -11,14 +11,19 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
+import pytest
 from aiohttp import web
 
 from bot.telemetry import LiveConfig, telemetry_from
 from rca.engines import build_engine
-from rca.model import Severity, Window
+from rca.errors import InputError
+from rca.evidence.toolbox import Toolbox
+from rca.model import CaseId, Incident, Modality, Normal, Severity, Sources, Window
 from rca.sources.jaeger import JaegerTraces, read_otlp, topology_file
 from rca.sources.logfiles import LogDirectory
 from rca.sources.loki import LokiLogs
+from rca.sources.memory import StaticTopology
 from rca.sources.protocols import LogQuery, SpanQuery
 from rca.timestamps import parse_timestamp
 from tests.bot.slack_standin import free_port
@@ -101,6 +106,83 @@ def test_loki_query_range_normalised_and_escaped() -> None:
                 assert await loki.records(LogQuery(Window(T0, T0 + 600), (hostile,))) == []  # matches no stream
             assert await loki.records(LogQuery(Window(T0, T0 + 600), ("orders", ".*"))) == records  # ".*" quoted
             assert loki.selector(["a.b", "c"]) == '{service=~"a\\\\.b|c"}'
+
+    asyncio.run(go())
+
+
+def _stored_lines() -> dict[str, list[tuple[float, str]]]:
+    """An hour of steady lines before T0, then ten minutes in which payments fails."""
+    lines: dict[str, list[tuple[float, str]]] = {"orders": [], "payments": []}
+    for minute in range(-60, 10):
+        for service in lines:
+            lines[service] += [(T0 + minute * 60 + 5, "INFO served"), (T0 + minute * 60 + 35, "INFO served")]
+        if minute >= 0:
+            lines["payments"] += [(T0 + minute * 60 + 40 + i, "ERROR payment FAILED: card declined") for i in range(5)]
+    return lines
+
+
+def loki_counts(request: web.Request, lines: dict[str, list[tuple[float, str]]]) -> dict[str, Any]:
+    """Loki's matrix answer to `sum by (service) (count_over_time({service=~".+"} [|~ "re"] [1m]))`,
+    evaluated over the stored lines: at each step t, the lines in (t - 60 s, t]."""
+    m = re.fullmatch(r'sum by \(service\) \(count_over_time\(\{service=~"\.\+"\}(?: \|~ "((?:[^"\\]|\\.)*)")?\[1m\]\)\)',
+                     request.query["query"])
+    assert m, request.query["query"]
+    keep = re.compile(m.group(1).encode().decode("unicode_escape")) if m.group(1) else None
+    start, end, step = int(request.query["start"]) / NS, int(request.query["end"]) / NS, float(request.query["step"])
+    result = []
+    for service, stored in lines.items():
+        values = []
+        t = start
+        while t <= end:
+            n = sum(1 for at, text in stored if t - 60 < at <= t and (keep is None or keep.search(text)))
+            if n:
+                values.append([t, str(n)])
+            t += step
+        if values:
+            result.append({"metric": {"service": service}, "values": values})
+    return {"status": "success", "data": {"resultType": "matrix", "result": result}}
+
+
+def test_loki_counts_lines_without_returning_them() -> None:
+    lines = _stored_lines()
+
+    async def query_range(request: web.Request) -> web.Response:
+        return web.json_response(loki_counts(request, lines))
+
+    async def go() -> None:
+        stand_in = StandIn({"/loki/api/v1/query_range": query_range})
+        async with stand_in as url:
+            counts = await LokiLogs(url).line_counts(Window(T0, T0 + 600))
+        assert counts.lines == {"orders": 20, "payments": 70} and counts.errors == {"payments": 50}
+        assert counts.minutes == 10
+        assert all(q["query"].startswith("sum by (service)") for q in stand_in.queries)
+        with pytest.raises(InputError):
+            LokiLogs(url, label='service) or vector(1) (')
+
+    asyncio.run(go())
+
+
+def test_a_budgeted_logs_glance_on_loki_reads_no_line() -> None:
+    """Short of reads, the logs scan asks Loki to count each service's lines and failing lines
+    (window and look-back) and names the service whose failures rose; no line is fetched."""
+    lines = _stored_lines()
+
+    async def query_range(request: web.Request) -> web.Response:
+        return web.json_response(loki_counts(request, lines))
+
+    async def go() -> None:
+        stand_in = StandIn({"/loki/api/v1/query_range": query_range})
+        async with stand_in as url:
+            loki = LokiLogs(url)
+            window = Window(T0, T0 + 600)
+            graph = StaticTopology(nx.DiGraph([("orders", "payments")]))
+            incident = Incident(CaseId("live/orders"), "live", "orders", window, Sources(logs=loki, topology=graph),
+                                {Modality.LOGS: Normal(Window(T0 - 3600, T0), Sources(logs=loki))})  # fmt: skip
+            box = Toolbox(incident, budget=1)
+            result = await box.scan("logs")
+        assert result.leads == ("payments",) and box.reads == 1
+        assert stand_in.queries and all(q["query"].startswith("sum by (service)") for q in stand_in.queries)
+        assert {int(q["start"]) for q in stand_in.queries} == {int((T0 - 3600 + 60) * NS), int((T0 + 60) * NS)}
 
     asyncio.run(go())
 
