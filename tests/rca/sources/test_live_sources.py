@@ -143,14 +143,19 @@ def loki_counts(request: web.Request, lines: dict[str, list[tuple[float, str]]])
     return {"status": "success", "data": {"resultType": "matrix", "result": result}}
 
 
-def test_loki_counts_lines_without_returning_them() -> None:
+def counting_loki() -> StandIn:
+    """A Loki stand-in holding `_stored_lines` that answers count queries over them."""
     lines = _stored_lines()
 
     async def query_range(request: web.Request) -> web.Response:
         return web.json_response(loki_counts(request, lines))
 
+    return StandIn({"/loki/api/v1/query_range": query_range})
+
+
+def test_loki_counts_lines_without_returning_them() -> None:
     async def go() -> None:
-        stand_in = StandIn({"/loki/api/v1/query_range": query_range})
+        stand_in = counting_loki()
         async with stand_in as url:
             counts = await LokiLogs(url).line_counts(Window(T0, T0 + 600))
         assert counts.lines == {"orders": 20, "payments": 70} and counts.errors == {"payments": 50}
@@ -165,13 +170,9 @@ def test_loki_counts_lines_without_returning_them() -> None:
 def test_a_budgeted_logs_glance_on_loki_reads_no_line() -> None:
     """Short of reads, the logs scan asks Loki to count each service's lines and failing lines
     (window and look-back) and names the service whose failures rose; no line is fetched."""
-    lines = _stored_lines()
-
-    async def query_range(request: web.Request) -> web.Response:
-        return web.json_response(loki_counts(request, lines))
 
     async def go() -> None:
-        stand_in = StandIn({"/loki/api/v1/query_range": query_range})
+        stand_in = counting_loki()
         async with stand_in as url:
             loki = LokiLogs(url)
             window = Window(T0, T0 + 600)
