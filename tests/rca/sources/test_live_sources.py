@@ -188,6 +188,35 @@ def test_a_budgeted_logs_glance_on_loki_reads_no_line() -> None:
     asyncio.run(go())
 
 
+def test_a_loki_that_cannot_count_still_gets_its_glance_from_lines() -> None:
+    """Count queries refused (an older Loki, a proxy): the glance reads the lines, says so,
+    and logs stay available."""
+    lines = _stored_lines()
+
+    async def query_range(request: web.Request) -> web.Response:
+        if request.query["query"].startswith("sum by"):
+            return web.json_response({"status": "error", "error": "metric queries are disabled"}, status=400)
+        start, end = int(request.query["start"]) / NS, int(request.query["end"]) / NS
+        result = [{"stream": {"service": service}, "values": [[str(int(at * NS)), text] for at, text in stored
+                                                              if start <= at <= end]}
+                  for service, stored in lines.items()]  # fmt: skip
+        return web.json_response({"status": "success", "data": {"resultType": "streams", "result": result}})
+
+    async def go() -> None:
+        async with StandIn({"/loki/api/v1/query_range": query_range}) as url:
+            loki = LokiLogs(url)
+            graph = StaticTopology(nx.DiGraph([("orders", "payments")]))
+            incident = Incident(CaseId("live/orders"), "live", "orders", Window(T0, T0 + 600),
+                                Sources(logs=loki, topology=graph),
+                                {Modality.LOGS: Normal(Window(T0 - 3600, T0), Sources(logs=loki))})  # fmt: skip
+            box = Toolbox(incident, budget=1)
+            result = await box.scan("logs")
+        assert result.leads == ("payments",) and box.reads == 1
+        assert any("line counts unavailable" in m for m in box.missing) and "logs" not in box.failed
+
+    asyncio.run(go())
+
+
 def test_loki_pages_until_a_short_page() -> None:
     pages = iter([5000, 5000, 3])
 
