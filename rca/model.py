@@ -217,6 +217,10 @@ class SpanTable(Sequence[Span]):
         pairs = kids.merge(pd.DataFrame({"key": mine, "parent": np.arange(n)}), on="key")
         return pairs["child"].to_numpy(), pairs["parent"].to_numpy()
 
+    def of_entities(self, entities: Sequence[str]) -> SpanTable:
+        """The spans of these entities (all of them when none are named)."""
+        return self.take(np.isin(self.entity, list(entities))) if entities else self
+
     def take(self, rows: np.ndarray | slice) -> SpanTable:
         """The rows at these positions (an index array, a boolean mask or a slice)."""
         return SpanTable(*(getattr(self, c)[rows] for c in _SPAN_COLUMNS))

@@ -186,10 +186,10 @@ class Toolbox:
         return self.budget is None or self.reads + reads <= self.budget
 
     async def _glance_at_logs(self, top: int) -> ToolResult:
-        """Where the budget cannot pay for every service's log lines, one aggregate query (each
-        service's lines counted by level) ranks whose lines to read first: the services whose
-        error lines rose most (`error_volume`). It reads no service's lines: each still costs a
-        read of its own."""
+        """Where the budget cannot pay for every service's log lines, one aggregate read (each
+        service's lines counted, all and those that report a failure) ranks whose lines to read
+        first: the services whose error lines rose most (`error_volume`). It reads no service's
+        lines: each still costs a read of its own."""
         query = f"sum by (service) (count_over_time(logs[1m]), failing and all)[{self.incident.window.to_iso()}]"
         if not self._charge(1):
             return ToolResult("scan", "logs", query, (), "budget")
@@ -210,13 +210,13 @@ class Toolbox:
         normal = self.incident.normal_for(Modality.LOGS)
         try:
             async with asyncio.timeout(READ_TIMEOUT):
-                now = await src.line_counts(self.incident.window)
-                base = await src.line_counts(normal.window) if normal is not None else LineCounts({}, {}, 1.0)
+                stretches = (self.incident.window,) if normal is None else (self.incident.window, normal.window)
+                now, *before = await asyncio.gather(*(src.line_counts(w) for w in stretches))
         except (DataError, TimeoutError) as exc:  # a backend that cannot count (an older one, a proxy): read lines
             self.missing.append(f"logs: line counts unavailable ({str(exc)[:200] or 'no answer'}); the glance "
                                 "counted the lines it read instead")  # fmt: skip
             return None
-        return error_volume(base, now)
+        return error_volume(before[0] if before else LineCounts({}, {}, 1.0), now)
 
     def _charge(self, reads: int) -> bool:
         """Spend reads from the budget; False, and said once, when they are not there."""

@@ -54,10 +54,12 @@ class LokiLogs:
         # evaluated each minute over the minute before it: the first step ends the window's first minute
         params = {"start": str(int((window.start + 60) * 1e9)), "end": str(int(window.end * 1e9)), "step": "60"}
         async with http.session(self.timeout) as client:
-            lines, minutes = self._counts(await self._get(client, "/loki/api/v1/query_range", {
-                **params, "query": f"sum by ({self.label}) (count_over_time({every}[1m]))"}, what="line counts"))
-            errors, _ = self._counts(await self._get(client, "/loki/api/v1/query_range", {
-                **params, "query": f"sum by ({self.label}) (count_over_time({failing}[1m]))"}, what="failure counts"))
+            (lines, minutes), (errors, _) = [
+                self._counts(await self._get(client, "/loki/api/v1/query_range",
+                                             {**params, "query": f"sum by ({self.label}) (count_over_time({sel}[1m]))"},
+                                             what=f"line counts of {sel}"))
+                for sel in (every, failing)
+            ]  # fmt: skip
         return LineCounts(lines, errors, float(max(1, len(minutes))))
 
     def _counts(self, data: Any) -> tuple[dict[str, int], set[float]]:

@@ -64,8 +64,7 @@ class InMemoryTraces:
     async def spans(self, query: SpanQuery) -> SpanTable:
         lo = int(np.searchsorted(self._spans.start, query.window.start, side="left"))
         hi = int(np.searchsorted(self._spans.start, query.window.end, side="left"))
-        found = self._spans.take(slice(lo, hi))
-        return found.take(np.isin(found.entity, list(query.entities))) if query.entities else found
+        return self._spans.take(slice(lo, hi)).of_entities(query.entities)
 
 
 class StaticTopology:

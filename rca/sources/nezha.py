@@ -149,7 +149,8 @@ def read_spans(path: Path) -> SpanTable:
     cols = ("TraceID", "SpanID", "ParentID", "PodName", "OperationName")
     text = {c: str for c in (*cols, "Status", "StartTime", "EndTime")}  # the nanosecond columns parse as numbers
     frame = read_csv(path, required=cols, dtype=text, skip_bad_lines=True)
-    frame[[c for c in text if c in frame.columns]] = frame[[c for c in text if c in frame.columns]].fillna("")
+    present = [c for c in text if c in frame.columns]
+    frame[present] = frame[present].fillna("")
     pods = frame["PodName"]
     services = pods.map({pod: service_of_pod(pod) for pod in pods.unique()})
     parents = frame["ParentID"].where(~frame["ParentID"].isin(("", "root", "0", "null")), "")
@@ -241,9 +242,9 @@ class _Folder:
         self._kpi: set[str] = set()
         self._skipped: list[str] = []  # metric-folder files that hold no series, and why
         self._minutes: dict[Path, object] = {}  # a file's log lines or spans
-        self._merged: dict[tuple[Path, ...], object] = {}
-        self._graphs: dict[tuple[Path, ...], tuple[nx.DiGraph, Counter[str]]] = {}
-        self._indexes: dict[tuple[Path, ...], InMemoryTraces] = {}  # the same files read together, merged once
+        # what the same files read together give, computed once: merged records, span
+        # indexes, call graphs (keyed by what it is and the files)
+        self._kept: dict[tuple[str, tuple[Path, ...]], object] = {}
 
     def has(self, kind: str) -> bool:
         return bool(csv_files(self.path / kind))
@@ -293,28 +294,18 @@ class _Folder:
     def span_index(self, window: Window) -> InMemoryTraces:
         """The spans of the minute files that touch the window, sorted by start for cutting
         (kept: an investigation and its audit cut the same files)."""
-        files = tuple(self._minute_files("trace", window))
-        with self._lock:
-            found = self._indexes.get(files)
-        if found is None:
-            found = InMemoryTraces(self.spans(window))
-            with self._lock:
-                self._indexes[files] = found
-        return found
+        return self._keep("index", "trace", window, lambda _: InMemoryTraces(self.spans(window)))
 
     def calls(self, window: Window | None) -> tuple[nx.DiGraph, Counter[str]]:
         """The call graph of the spans of the minute files that touch the window, and how
         many traces each service was the root of (kept: the fault-free folder's serves
         every window of its day)."""
-        files = tuple(self._minute_files("trace", window))
-        with self._lock:
-            found = self._graphs.get(files)
-        if found is None:
+
+        def build(_: tuple[Path, ...]) -> tuple[nx.DiGraph, Counter[str]]:
             spans = self.spans(window)
-            found = (topology_from_spans(spans), Counter(spans.entity[spans.parent_id == ""].tolist()))
-            with self._lock:
-                self._graphs[files] = found
-        return found
+            return topology_from_spans(spans), Counter(spans.entity[spans.parent_id == ""].tolist())
+
+        return self._keep("calls", "trace", window, build)
 
     def _records(self, kind: str, window: Window | None, reader: Callable[[Path], R],
                  merge: Callable[[list[R]], R]) -> R:  # fmt: skip
@@ -323,21 +314,28 @@ class _Folder:
         The publisher's minute files overlap (one may hold the whole of the next), so a
         record met again in another file is the same line or span, not a second one.
         """
+
+        def read(files: tuple[Path, ...]) -> R:
+            parts: list[R] = []
+            for f in files:
+                with self._lock:
+                    if f not in self._minutes:
+                        self._minutes[f] = reader(f)
+                    parts.append(cast(R, self._minutes[f]))
+            return merge(parts)
+
+        return self._keep("records", kind, window, read)
+
+    def _keep(self, what: str, kind: str, window: Window | None, make: Callable[[tuple[Path, ...]], R]) -> R:
+        """What `make` gives for the kind's minute files that touch the window, made once."""
         files = tuple(self._minute_files(kind, window))
         with self._lock:
-            merged = self._merged.get(files)
-        if merged is not None:
-            return cast(R, merged)
-        parts: list[R] = []
-        for f in files:
+            found = self._kept.get((what, files))
+        if found is None:
+            found = make(files)
             with self._lock:
-                if f not in self._minutes:
-                    self._minutes[f] = reader(f)
-                parts.append(cast(R, self._minutes[f]))
-        merged = merge(parts)
-        with self._lock:
-            self._merged[files] = merged
-        return cast(R, merged)
+                self._kept[(what, files)] = found
+        return cast(R, found)
 
     def nearest(self, kind: str, window: Window) -> Window | None:
         """The time of the kind's minute file nearest to the window, from the files' names."""
@@ -386,8 +384,7 @@ class _FolderTraces:
 
     async def spans(self, query: SpanQuery) -> SpanTable:
         if self._whole:
-            spans = self._folder.spans(None)
-            return spans.take(np.isin(spans.entity, list(query.entities))) if query.entities else spans
+            return self._folder.spans(None).of_entities(query.entities)
         return await self._folder.span_index(query.window).spans(query)
 
 
@@ -550,8 +547,7 @@ def _entry_service(folder: _Folder, normal: _Folder | None, window: Window) -> s
     """The service that receives requests from outside: the most frequent root-span entity."""
     for f, w in ((normal, None), (folder, window)):
         if f is not None and f.has("trace"):
-            spans = f.spans(w)
-            roots = Counter(spans.entity[spans.parent_id == ""].tolist())
+            _, roots = f.calls(w)
             if roots:
                 return roots.most_common(1)[0][0]
     return ""
