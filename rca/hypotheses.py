@@ -95,7 +95,7 @@ class ScoringConfig:
             keep=self.victim_factor, error_keep=self.error_victim_factor, ratio=self.victim_ratio,
             error_ratio=self.error_victim_ratio, mismatch_ratio=self.mismatch_victim_ratio,
             slow_by_errors_ratio=self.slow_by_errors_ratio, hops=self.victim_hops,
-            divergence=self.on("divergence"), named_callees=self.on("named_callees"),
+            divergence=self.on("divergence"), named_callees=self.on("named_callees"), calls=self.on("calls"),
         )  # fmt: skip
 
 
@@ -235,7 +235,7 @@ def score_hypotheses(
     current = frozenset(ev.id for ev in evidence
                         if weight(ev, ref, past_weight=0.0, timing=config.on("timing")) == 1.0)  # fmt: skip
     board = Board(evidence, graph, window, symptom, {e: f for e, (_, f, _) in best.items()},
-                  {e: set(cites) for e, (_, _, cites) in best.items()}, current)  # fmt: skip
+                  {e: set(cites) for e, (_, _, cites) in best.items()}, current, edge_share)  # fmt: skip
     adjusted = _apply_rules(values, board, config)
     # values equal to three places (saturated signals) are told apart by the raw deviation of
     # the evidence each cites of this incident (then any of its evidence: names come last)

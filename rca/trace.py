@@ -216,7 +216,7 @@ def to_json(trace: Trace) -> dict[str, Any]:
             "alert_time": None if ep.alert_time is None else to_iso(ep.alert_time),
             "modalities": dict(ep.modalities), "entity_scope": list(ep.scope),
             "evidence": [ev.to_json() for ev in ep.evidence], "missing": list(ep.missing),
-            "edge_shares": {k: {"in": round(v.incoming, 4), "out": round(v.outgoing, 4)}
+            "edge_shares": {k: {"in": round(v.incoming, 4), "out": round(v.outgoing, 4), "timed": sorted(v.timed)}
                             for k, v in sorted(ep.edge_shares.items())},
         },
         "hypothesis_set": {"hypotheses": [h.to_json() for h in trace.hypotheses]},
@@ -263,7 +263,7 @@ def from_json(doc: dict[str, Any]) -> Trace:
     package = EvidencePackage(
         Window(parse_timestamp(ep["window"]["start"]), parse_timestamp(ep["window"]["end"])),
         dict(ep["modalities"]), tuple(ep["entity_scope"]), evidence, tuple(ep["missing"]),
-        {k: GapShare(float(v["in"]), float(v["out"])) for k, v in ep["edge_shares"].items()},
+        {k: GapShare(float(v["in"]), float(v["out"]), frozenset(v.get("timed", ()))) for k, v in ep["edge_shares"].items()},
         parse_timestamp(ep["alert_time"]) if ep.get("alert_time") else None,
     )
     hyps = tuple(

@@ -455,7 +455,8 @@ class Toolbox:
         return ToolResult("spans", entity, query, tuple(items), "ok" if found else "no_data")
 
     def edge_share(self, entity: str) -> GapShare:
-        """How much of the network-gap shift around an entity is its own, in [0, 1].
+        """How much of the network-gap shift around an entity is its own, in [0, 1], and which
+        of its callees the spans read so far timed its calls to.
 
         A delay on a service's network slows every call into it, while the calls of its
         callers to other services stay as they were: the share of its incoming calls whose
@@ -466,6 +467,9 @@ class Toolbox:
         if not gaps:
             return GapShare(1.0, 0.0)
         edges = [(s.split("->", 1), g.score >= TRACE_MIN_Z) for s, g in gaps.items()]
+        # the calls whose timing a spans read of either end has shown (and their slowing, if any)
+        timed = frozenset(callee for (caller, callee), _ in edges if caller == entity
+                          and (("spans", caller) in self._done or ("spans", callee) in self._done))  # fmt: skip
         out_total: dict[str, int] = defaultdict(int)
         out_shift: dict[str, int] = defaultdict(int)
         for (caller, _), shifted in edges:
@@ -477,7 +481,7 @@ class Toolbox:
         own_in = sum(1 for caller, shifted in incoming if shifted and not caller_side(caller))
         share_in = own_in / len(incoming) if incoming else 0.0
         share_out = out_shift[entity] / out_total[entity] if caller_side(entity) else 0.0
-        return GapShare(share_in, share_out)
+        return GapShare(share_in, share_out, timed)
 
     def _span_evidence(self, entity: str, s: LatencyShift, kind: EvidenceKind, query: str) -> Evidence:
         what = "own time" if kind is EvidenceKind.TRACE_SELF_TIME else f"network gap {s.subject}"

@@ -96,10 +96,12 @@ def _covered(group: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> np.nd
 @dataclass(frozen=True, slots=True)
 class GapShare:
     """Shares of a service's calls whose network gap shifted and that are its own doing:
-    incoming calls slowed on their way to it, and outgoing calls slowed on its own side."""
+    incoming calls slowed on their way to it, and outgoing calls slowed on its own side; and
+    the callees whose calls from it the traces timed in the window (slowed or not)."""
 
     incoming: float
     outgoing: float
+    timed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

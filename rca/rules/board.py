@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId
+from rca.evidence.traces import GapShare
 from rca.model import FaultType, Window
 
 
@@ -22,3 +23,5 @@ class Board:
     faults: dict[str, FaultType]  # each service's best fault type
     cites: dict[str, set[EvidenceId]]  # the evidence each service's hypothesis cites
     current: frozenset[EvidenceId]  # the evidence of the incident asked about (rule `timing`)
+    # per service, its calls' network-gap shares and the callees whose calls the traces timed
+    edge_share: Callable[[str], GapShare] = field(default=lambda _: GapShare(1.0, 0.0))

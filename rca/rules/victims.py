@@ -9,6 +9,7 @@ import networkx as nx
 
 from rca.model import FaultType
 from rca.rules.board import Board
+from rca.rules.calls import slowness_passes
 from rca.rules.causality import Causality
 
 ERRING = (FaultType.EXCEPTION, FaultType.WRONG_RESULT)
@@ -25,13 +26,15 @@ class VictimTerms:
     hops: int
     divergence: bool = True
     named_callees: bool = True
+    calls: bool = True
 
 
 def explaining_callee(entity: str, values: dict[str, float], board: Board, when: Causality,
                       terms: VictimTerms) -> str | None:  # fmt: skip
     """The most valuable anomalous callee that can explain the service, if any: one whose
-    anomaly began no later than the service's and had not ended then, and, where the
-    service's failed calls name callees, one of those or behind them."""
+    anomaly began no later than the service's and had not ended then; where the service's
+    failed calls name callees, one of those or behind them; and, unless it fails, one whose
+    slowness the timed calls between them let through (rca.rules.calls)."""
     value, faults, graph = values[entity], board.faults, board.graph
 
     def ratio(d: str) -> float:
@@ -46,7 +49,8 @@ def explaining_callee(entity: str, values: dict[str, float], board: Board, when:
                   for d in nx.single_source_shortest_path_length(graph, c, cutoff=terms.hops)}  # fmt: skip
     culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)
                 and when.was_active(d, when.began.get(entity))
-                and not (terms.divergence and when.diverged(d, entity))]  # fmt: skip
+                and not (terms.divergence and when.diverged(d, entity))
+                and (not terms.calls or faults.get(d) in ERRING or slowness_passes(entity, d, board))]  # fmt: skip
     return max(culprits, key=lambda d: values[d]) if culprits else None
 
 

@@ -11,6 +11,7 @@ import networkx as nx
 
 from rca.evidence import EvidenceId
 from rca.evidence.toolbox import Toolbox
+from rca.evidence.traces import GapShare
 from rca.model import Cost, Incident
 from rca.reasoners import Reasoner
 from rca.search.actions import AGENT_TOOLS, AgentKind, Tool
@@ -165,7 +166,7 @@ def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine:
         window=incident.window, modalities=toolbox.available(),
         scope=tuple(sorted(state.scope)), evidence=state.evidence,
         missing=tuple(dict.fromkeys(toolbox.missing)) + usage.notes,
-        edge_shares={e: toolbox.edge_share(e) for e in sorted(entities)}, alert_time=incident.alert_time,
+        edge_shares=_edge_shares(toolbox, entities, shared.graph), alert_time=incident.alert_time,
     )  # fmt: skip
     hyps = state.hypotheses
     chains = analysis_structure(ep, hyps, graph=shared.graph, symptom=incident.symptom)
@@ -178,3 +179,10 @@ def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine:
         llm_phases=usage.phases,
     )  # fmt: skip
     return Trace(incident.id, incident.symptom, engine, ep, hyps, chains, decision, cost)
+
+
+def _edge_shares(toolbox: Toolbox, entities: set[str], graph: nx.DiGraph) -> dict[str, GapShare]:
+    """The gap shares of every entity read, and of every service whose calls the traces
+    timed: a replay of the hypotheses weighs those calls as the search did."""
+    shares = {e: toolbox.edge_share(e) for e in sorted(entities | set(graph))}
+    return {e: s for e, s in shares.items() if e in entities or s.timed}

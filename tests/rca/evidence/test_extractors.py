@@ -17,7 +17,7 @@ from rca.evidence.logs import (
 )
 from rca.evidence.metrics import robust_z, shift_of
 from rca.evidence.toolbox import Toolbox
-from rca.evidence.traces import timings
+from rca.evidence.traces import GapShare, timings
 from rca.hypotheses import ScoringConfig, score_hypotheses
 from rca.model import FaultType, LogRecord, Modality, Series, Severity, Span, Window
 from rca.signals import Signal
@@ -392,6 +392,41 @@ def test_a_callee_whose_anomaly_was_over_explains_nothing() -> None:
     going_on = [evidence[0], replace(evidence[1], until=None)]
     hyps = {h.service: h for h in score_hypotheses(going_on, graph=graph, window=window, symptom="front")}
     assert "callee b" in hyps["a"].rationale
+
+
+def test_a_callee_explains_a_slow_caller_only_through_calls_that_are_slow_while_it_is() -> None:
+    graph = _with_quiet([("front", "a"), ("a", "b")])
+    window = Window(0.0, 1000.0)
+    slow_a = _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 60.0, onset=600.0)
+    busy_b = _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 80.0, onset=400.0)
+    call = replace(_ev(3, "b", EvidenceKind.TRACE_EDGE_LATENCY, Signal.LATENCY, 40.0, onset=450.0), subject="a->b")
+
+    def rationale(evidence: list[Evidence], timed: frozenset[str], **config: frozenset[str]) -> str:
+        share = GapShare(1.0, 0.0, timed)
+        hyps = score_hypotheses(evidence, graph=graph, window=window, symptom="front",
+                                edge_share=lambda e: share if e == "a" else GapShare(1.0, 0.0),
+                                config=ScoringConfig(**config))  # fmt: skip
+        return next(h.rationale for h in hyps if h.service == "a")
+
+    assert "callee b" in rationale([slow_a, busy_b], frozenset())  # the calls were not timed: no objection
+    assert "callee" not in rationale([slow_a, busy_b], frozenset({"b"}))  # timed, and never slow
+    assert "callee b" in rationale([slow_a, busy_b, call], frozenset({"b"}))  # slow, and still
+    assert "callee" not in rationale([slow_a, busy_b, replace(call, until=550.0)], frozenset({"b"}))  # slow no more
+    assert "callee b" in rationale([slow_a, busy_b], frozenset({"b"}), off=frozenset({"calls"}))  # the switch
+
+
+def test_a_spans_read_tells_which_calls_the_traces_timed() -> None:
+    from tests.conftest import NEZHA_SLICE
+
+    (case,) = find_cases(NEZHA_SLICE)
+    box = Toolbox(case.incident)
+    services = sorted(asyncio.run(box.entities()))
+    assert not any(box.edge_share(e).timed for e in services)  # no spans read yet
+    asyncio.run(box.spans("ts-order-service"))  # the index of every call, read for one service
+    callers = [e for e in services if box.edge_share(e).timed]
+    assert callers
+    # only the calls into or out of the service read are known to be timed
+    assert all(c == "ts-order-service" or box.edge_share(c).timed == {"ts-order-service"} for c in callers)
 
 
 def test_failed_calls_to_a_dependency_are_no_exception_of_the_caller() -> None:

@@ -1,0 +1,36 @@
+"""Rule `calls`: a callee's slowness reaches its caller only through the calls between them."""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+
+from rca.evidence import EvidenceKind
+from rca.rules.board import Board
+
+_PATHS = 20  # shortest paths looked at per pair: enough for any call graph's fan-in
+
+
+def slowness_passes(caller: str, callee: str, board: Board) -> bool:
+    """Whether the callee's slowness can have reached the caller: some shortest call path
+    from one to the other has no call the traces timed that is not slow while the caller's
+    anomaly goes on (never slowed, or its slowing ended). Untimed calls do not object."""
+    going = any(ev.until is None for ev in board.evidence
+                if ev.entity == caller and ev.id in board.current and ev.id in board.cites.get(caller, ()))  # fmt: skip
+    slowed: dict[str, bool] = {}  # per timed call "a->b" with a slowing: whether it goes on
+    for ev in board.evidence:
+        if ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
+            slowed[ev.subject] = slowed.get(ev.subject, False) or ev.until is None
+
+    def quiet(a: str, b: str) -> bool:
+        if b not in board.edge_share(a).timed:
+            return False
+        still = slowed.get(f"{a}->{b}")
+        return still is None or (not still and going)
+
+    try:
+        paths = itertools.islice(nx.all_shortest_paths(board.graph, caller, callee), _PATHS)
+        return any(not any(quiet(a, b) for a, b in itertools.pairwise(p)) for p in paths)
+    except nx.NetworkXNoPath:
+        return True
