@@ -34,7 +34,8 @@ RULES: tuple[Rule, ...] = (
                     "going) is that callee's victim."),  # fmt: skip
     Rule("divergence", "A callee whose anomaly grew as the caller's waned did not cause the caller's."),
     Rule("calls", "A callee's slowness reaches its caller only through their calls: where traces time those "
-                  "calls and they are not slow while the caller's anomaly goes on, it does not explain the caller."),  # fmt: skip
+                  "calls and they are not slowed on the callee's side while the caller's anomaly goes on, it "
+                  "does not explain the caller."),  # fmt: skip
     Rule("named_callees", "Where a service's failed calls name their callee, only that callee, or what lies "
                           "behind it, explains them."),  # fmt: skip
     Rule("answers", "A callee whose anomaly began well after an anomalous caller's is answering the caller's "

@@ -1,4 +1,5 @@
-"""Rule `calls`: a callee's slowness reaches its caller only through the calls between them."""
+"""Rule `calls`: a callee's slowness reaches its caller only through the calls between them,
+slowed on the callee's side."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ _PATHS = 20  # shortest paths looked at per pair: enough for any call graph's fa
 
 def slowness_passes(caller: str, callee: str, board: Board) -> bool:
     """Whether the callee's slowness can have reached the caller: some shortest call path
-    from one to the other has no call the traces timed that is not slow while the caller's
-    anomaly goes on (never slowed, or its slowing ended). Untimed calls do not object."""
+    from one to the other has no call the traces timed that is not slowed on the callee's
+    side while the caller's anomaly goes on (never slowed, its slowing ended, or it left a
+    service whose own side slowed most of its calls: rca.evidence.toolbox.Toolbox.edge_share).
+    Untimed calls do not object."""
     going = any(ev.until is None for ev in board.evidence
                 if ev.entity == caller and ev.id in board.current and ev.id in board.cites.get(caller, ()))  # fmt: skip
     slowed: dict[str, bool] = {}  # per timed call "a->b" with a slowing: whether it goes on
@@ -24,8 +27,11 @@ def slowness_passes(caller: str, callee: str, board: Board) -> bool:
             slowed[ev.subject] = slowed.get(ev.subject, False) or ev.until is None
 
     def quiet(a: str, b: str) -> bool:
-        if b not in board.edge_share(a).timed:
+        share = board.edge_share(a)
+        if b not in share.timed:
             return False
+        if share.outgoing > 0:  # its own side slowed its calls: the call's slowness is the caller's
+            return True
         still = slowed.get(f"{a}->{b}")
         return still is None or (not still and going)
 

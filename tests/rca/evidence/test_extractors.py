@@ -412,6 +412,10 @@ def test_a_callee_explains_a_slow_caller_only_through_calls_that_are_slow_while_
     assert "callee" not in rationale([slow_a, busy_b], frozenset({"b"}))  # timed, and never slow
     assert "callee b" in rationale([slow_a, busy_b, call], frozenset({"b"}))  # slow, and still
     assert "callee" not in rationale([slow_a, busy_b, replace(call, until=550.0)], frozenset({"b"}))  # slow no more
+    own_side = GapShare(0.0, 0.8, frozenset({"b"}))  # a slowed most of its calls on its own side
+    hyps = score_hypotheses([slow_a, busy_b, call], graph=graph, window=window, symptom="front",
+                            edge_share=lambda e: own_side if e == "a" else GapShare(1.0, 0.0))  # fmt: skip
+    assert "callee" not in next(h.rationale for h in hyps if h.service == "a")
     assert "callee b" in rationale([slow_a, busy_b], frozenset({"b"}), off=frozenset({"calls"}))  # the switch
 
 
