@@ -91,10 +91,11 @@ def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) ->
         stage_score = sum(c.weight * c.score for c in mine) / weight if weight else 1.0
         stages.append(StageDiagnostic(stage, stage_score, 1.0 - stage_score, tuple(c for c in mine if c.violated)))
     lead = next(c for c in criteria if c.name == "independent_lead")
+    examined = next(c for c in criteria if c.name == "leads_examined")
     way = route(score, config)
     if way is Route.ACCEPT and any(c.necessary and c.violated for c in criteria):
         way = Route.FAST  # a requirement no average makes up for: repair it
-    return Audit(score, way, tuple(stages), criteria, support.support(trace, lead))
+    return Audit(score, way, tuple(stages), criteria, support.support(trace, lead, examined))
 
 
 def route(score: float, config: StarConfig) -> Route:

@@ -10,7 +10,8 @@ itself:
 - `began_first`: did the blamed service's anomaly in this incident begin no later than
   those of the rival hypotheses?
 - `support`: how far the telemetry backs the verdict: the support its own evidence gives
-  the leading answer (its value, tempered by its lead) times `independent_lead`'s score. The audit's
+  the leading answer (its value, tempered by its lead) times `independent_lead`'s score,
+  times the share of the telemetry's own leads that the package examined. The audit's
   trust in a verdict is its form score times this support; `rcabot eval --audit` measures
   how well that predicts a wrong first place.
 """
@@ -60,10 +61,12 @@ def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
     return [independent_lead(trace, mine), began_first(trace, mine)]
 
 
-def support(trace: Trace, lead: Criterion) -> float:
-    """How far the telemetry backs the verdict, in [0, 1]: the decision's evidence support
-    times `independent_lead`'s 1 / rank."""
-    return round(sufficiency(trace) * lead.score, 4)
+def support(trace: Trace, lead: Criterion, examined: Criterion) -> float:
+    """How far the telemetry backs the verdict, in [0, 1]: the decision's evidence support,
+    times `independent_lead`'s 1 / rank, times the share of the entities the telemetry flags
+    most that the evidence package examined (rca.star.package.leads_examined): a lead never
+    looked at cannot have been ruled out, however well the rest backs the answer."""
+    return round(sufficiency(trace) * lead.score * examined.score, 4)
 
 
 def independent_lead(trace: Trace, mine: Sequence[Evidence]) -> Criterion:

@@ -233,6 +233,19 @@ def test_support_falls_when_the_telemetry_stops_backing_the_answer(real: tuple[T
     assert "independent_lead" in {c.name for d in outshone.stages for c in d.violations}
 
 
+def test_support_falls_with_each_lead_of_the_telemetry_never_examined(real: tuple[Trace, AuditContext]) -> None:
+    """A search that never looked where the telemetry stands out cannot have ruled it out."""
+    trace, ctx = real
+    good = _clean(trace, ctx)
+    looked = tuple(n for n in ctx.leads if n in good.evidence_package.examined)
+    assert looked
+    seen = audit(good, replace(ctx, leads=looked))
+    unseen = audit(good, replace(ctx, leads=(*looked, "a-service-never-read")))
+    k = len(looked)
+    assert unseen.support == pytest.approx(seen.support * k / (k + 1), abs=1e-3)
+    assert unseen.trust < seen.trust
+
+
 def test_support_does_not_depend_on_names_or_the_clock(real: tuple[Trace, AuditContext]) -> None:
     """Renaming every entity and moving every timestamp by days leaves the audit's view the same."""
     trace, ctx = real
@@ -252,7 +265,8 @@ def test_support_does_not_depend_on_names_or_the_clock(real: tuple[Trace, AuditC
                     window=Window(ep.window.start + days, ep.window.end + days),
                     alert_time=None if ep.alert_time is None else ep.alert_time + days))  # fmt: skip
     before = audit(good, ctx)
-    after = audit(moved, replace(ctx, graph=graph, leads=()))
+    rename = {n: f"svc-{i:03d}-renamed" for i, n in enumerate(names)}
+    after = audit(moved, replace(ctx, graph=graph, leads=tuple(rename.get(n, n) for n in ctx.leads)))
     assert after.support == before.support
     pick = {"independent_lead", "began_first"}
     assert [c.score for c in after.criteria if c.name in pick] == [c.score for c in before.criteria if c.name in pick]
