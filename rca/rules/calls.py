@@ -7,24 +7,18 @@ import itertools
 
 import networkx as nx
 
-from rca.evidence import EvidenceKind
 from rca.rules.board import Board
+from rca.rules.causality import Causality
 
 _PATHS = 20  # shortest paths looked at per pair: enough for any call graph's fan-in
 
 
-def slowness_passes(caller: str, callee: str, board: Board) -> bool:
+def slowness_passes(caller: str, callee: str, board: Board, when: Causality) -> bool:
     """Whether the callee's slowness can have reached the caller: some shortest call path
     from one to the other has no call the traces timed that is not slowed on the callee's
     side while the caller's anomaly goes on (never slowed, its slowing ended, or it left a
     service whose own side slowed most of its calls: rca.evidence.toolbox.Toolbox.edge_share).
     Untimed calls do not object."""
-    going = any(ev.until is None for ev in board.evidence
-                if ev.entity == caller and ev.id in board.current and ev.id in board.cites.get(caller, ()))  # fmt: skip
-    slowed: dict[str, bool] = {}  # per timed call "a->b" with a slowing: whether it goes on
-    for ev in board.evidence:
-        if ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
-            slowed[ev.subject] = slowed.get(ev.subject, False) or ev.until is None
 
     def quiet(a: str, b: str) -> bool:
         share = board.edge_share(a)
@@ -32,8 +26,8 @@ def slowness_passes(caller: str, callee: str, board: Board) -> bool:
             return False
         if share.outgoing > 0:  # its own side slowed its calls: the call's slowness is the caller's
             return True
-        still = slowed.get(f"{a}->{b}")
-        return still is None or (not still and going)
+        still = when.slowed.get(f"{a}->{b}")
+        return still is None or (not still and caller in when.going)
 
     try:
         paths = itertools.islice(nx.all_shortest_paths(board.graph, caller, callee), _PATHS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind, earliest_onsets
 from rca.profiles import comovement, profile_step
@@ -19,6 +19,8 @@ class Causality:
     failed_on: dict[str, set[str]]  # the callees each service's failed calls name
     course: dict[str, tuple[tuple[float, float], ...]]  # per entity, its strongest cited z-profile, worse up
     step: float  # the sampling step the courses share
+    going: frozenset[str] = frozenset()  # entities whose cited anomaly of this incident goes on at the close
+    slowed: dict[str, bool] = field(default_factory=dict)  # per call "a->b" seen slowed: whether it still is
 
     @classmethod
     def of(cls, everything: Sequence[Evidence], cited: dict[str, set[EvidenceId]],
@@ -45,7 +47,12 @@ class Causality:
         course = {e: tuple((t, z * ev.direction) for t, z in ev.profile) for e, ev in strongest.items()}
         fresh = {ev.entity for ev in evidence if ev.onset is not None and not ev.under_way}
         under_way = {ev.entity for ev in evidence if ev.onset is not None} - fresh
-        return cls(active, began, under_way, failed_on, course, profile_step(list(strongest.values())))
+        going = frozenset(ev.entity for ev in evidence if ev.until is None and ev.id in cited.get(ev.entity, ()))
+        slowed: dict[str, bool] = {}
+        for ev in everything:
+            if ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
+                slowed[ev.subject] = slowed.get(ev.subject, False) or ev.until is None
+        return cls(active, began, under_way, failed_on, course, profile_step(list(strongest.values())), going, slowed)
 
     def diverged(self, a: str, b: str) -> bool:
         """The anomalies that make two entities suspects ran against each other (one grew as

@@ -50,7 +50,7 @@ def explaining_callee(entity: str, values: dict[str, float], board: Board, when:
     culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)
                 and when.was_active(d, when.began.get(entity))
                 and not (terms.divergence and when.diverged(d, entity))
-                and (not terms.calls or faults.get(d) in ERRING or slowness_passes(entity, d, board))]  # fmt: skip
+                and (not terms.calls or faults.get(d) in ERRING or slowness_passes(entity, d, board, when))]  # fmt: skip
     return max(culprits, key=lambda d: values[d]) if culprits else None
 
 

@@ -88,9 +88,10 @@ def _drop_modality(t: Trace, ctx: AuditContext) -> Trace:
 
 
 def _leads_unseen(t: Trace, ctx: AuditContext) -> Trace:
-    """The package never looked at the entities a scan of the telemetry flags most."""
+    """The package never looked at the entities a scan of the telemetry flags most, except the
+    one it blames (that one it read)."""
     ep = t.evidence_package
-    unseen = set(ctx.leads[:2])
+    unseen = {lead for lead in ctx.leads if lead != t.hypotheses[0].service}
     return replace(t, evidence_package=replace(ep, scope=tuple(e for e in ep.scope if e not in unseen),
                                                evidence=tuple(e for e in ep.evidence if e.entity not in unseen)))
 
