@@ -81,7 +81,7 @@ class ScoringConfig:
     slow_by_errors_ratio: float = 1.0
     unreachable_factor: float = 0.5  # a service the symptom does not call, even indirectly
     comove_floor: float = 0.5  # a service whose series ignore the symptom's keeps this share
-    background_quantile: float = 0.5  # "most services": the level half of them reach is background
+    background_quantile: float = 0.75  # a component's level in most services is background
     dominance_factor: float = 10.0  # "far more": an order of magnitude
     model: FaultModel = field(default_factory=FaultModel)
     off: frozenset[str] = frozenset()
