@@ -90,7 +90,8 @@ def thin_evidence(t: Trace, ctx: AuditContext) -> Trace | None:
     cited = [by_id[i] for i in top.evidence if i in by_id]
     if len(cited) < 2:
         return None
-    weakest = min(cited, key=lambda ev: (ev.score, ev.id))
+    # ties broken by what the item is, not by its id (ids follow the order reads finished in)
+    weakest = min(cited, key=lambda ev: (ev.score, ev.entity, ev.kind.value, ev.subject, ev.signal.value))
     gone = {ev.id for ev in cited} - {weakest.id}
     ep = replace(t.evidence_package, evidence=tuple(ev for ev in t.evidence_package.evidence if ev.id not in gone))
     hyps = tuple(replace(h, evidence=tuple(i for i in h.evidence if i not in gone)) for h in t.hypotheses)

@@ -101,7 +101,8 @@ def scope_neighbours(trace: Trace, ctx: AuditContext) -> Criterion:
 
 def leads_examined(trace: Trace, ctx: AuditContext) -> Criterion:
     """The entities whose telemetry stands out most (a scan of each modality) were examined:
-    a package that never looked at them cannot rule them out."""
+    a package that never looked at them cannot rule them out. A requirement: violated, the
+    trace is repaired (by reading them), however well the rest of it scores."""
     if not ctx.leads:
         return Criterion(STAGE, "leads_examined", 1.0, 1.0, "no scan of the telemetry to compare with")
     seen = trace.evidence_package.examined
@@ -109,7 +110,7 @@ def leads_examined(trace: Trace, ctx: AuditContext) -> Criterion:
     score = 1.0 - len(missing) / len(ctx.leads)
     why = (f"{len(missing)} of {len(ctx.leads)} entities the telemetry flags most were never examined"
            if missing else "every entity the telemetry flags most was examined")  # fmt: skip
-    return Criterion(STAGE, "leads_examined", score, 1.0, why, tuple(missing))
+    return Criterion(STAGE, "leads_examined", score, 1.0, why, tuple(missing), necessary=bool(missing))
 
 
 __all__ = ["STAGE", "check", "FaultType"]

@@ -247,6 +247,16 @@ def test_support_falls_with_each_lead_of_the_telemetry_never_examined(real: tupl
     assert unseen.trust < seen.trust
 
 
+def test_a_package_that_never_examined_the_telemetry_s_leads_is_repaired_whatever_its_score(
+        real: tuple[Trace, AuditContext]) -> None:  # fmt: skip
+    trace, ctx = real
+    good = _clean(trace, ctx)
+    lenient = StarConfig(tau=0.0, epsilon=0.0)  # any score is accepted
+    assert audit(good, ctx, lenient).route is Route.ACCEPT
+    unseen = _leads_unseen(good, ctx)
+    assert audit(unseen, ctx, lenient).route is Route.FAST
+
+
 def test_support_does_not_depend_on_names_or_the_clock(real: tuple[Trace, AuditContext]) -> None:
     """Renaming every entity and moving every timestamp by days leaves the audit's view the same."""
     trace, ctx = real

@@ -36,8 +36,9 @@ def _run(trace: Trace, ctx: RepairContext, cfg: RepairConfig, memory=None):  # t
 
 def test_an_accepted_trace_is_left_untouched(setup: tuple[Trace, RepairContext]) -> None:
     trace, ctx = setup
-    result = _run(trace, ctx, RepairConfig(tau=0.5, epsilon=0.1))
-    assert result.trace is trace and result.replays == 0 and not result.steps
+    sound = _clean(trace, ctx.audit)  # it examined what the telemetry flags most: nothing required is missing
+    result = _run(sound, ctx, RepairConfig(tau=0.5, epsilon=0.1))
+    assert result.trace is sound and result.replays == 0 and not result.steps
 
 
 def test_fast_path_patches_the_most_severe_stage_once(setup: tuple[Trace, RepairContext]) -> None:
