@@ -123,6 +123,7 @@ def _memoised(tool: Callable[[Toolbox, str], Awaitable[ToolResult]]) -> Callable
 # metrics are already read); a Loki query covers one service's selector, a Jaeger search one
 # service, so a scan of logs or traces costs one read per service it has not read yet.
 BULK = frozenset(["metrics"])
+SCAN_LEADS = 3  # a scan's first leads: what a sound investigation has examined (the search reads them, the audit checks)
 
 
 class Toolbox:

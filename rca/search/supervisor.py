@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 import networkx as nx
 
 from rca.evidence import EvidenceId
-from rca.evidence.toolbox import Toolbox
+from rca.evidence.toolbox import SCAN_LEADS, Toolbox
 from rca.evidence.traces import GapShare
 from rca.model import Cost, Incident
 from rca.reasoners import Reasoner
@@ -112,8 +112,9 @@ CHECK_ROUNDS = 3  # a check that keeps bringing new suspects forward stops after
 async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: Incident, top: int,
                           out_of_time: Callable[[], bool]) -> AsyncIterator[Event]:  # fmt: skip
     """The closing check: each leading suspect and its callers and callees (and an endpoint's
-    siblings) read with every agent's tool, where no branch has yet, and the symptom itself,
-    whose series the suspects' are weighed against. Whether a suspect is a victim of a callee
+    siblings) read with every agent's tool, where no branch has yet, the symptom itself,
+    whose series the suspects' are weighed against, and the first leads of every scan the
+    agents made (what the telemetry flags most cannot be ruled out unread). Whether a suspect is a victim of a callee
     or the answer to a caller's changed calls is only told from what those neighbours show;
     what they show may bring a new suspect forward, whose neighbourhood is read in turn. It
     stops where the time budget runs out, like the search."""
@@ -122,7 +123,8 @@ async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: I
         suspects = [h.service for h in _merge(agents, shared, incident).hypotheses[:top]]
         if set(suspects) <= checked:
             return
-        first = [incident.symptom] if round_ == 0 and incident.symptom else []
+        first = ([incident.symptom] if incident.symptom else []) + [
+            lead for a in agents for lead in a.scanned[:SCAN_LEADS]] if round_ == 0 else []
         targets = dict.fromkeys(first + [t for s in suspects if s not in checked
                                          for t in (s, *sorted(_checked_around(shared.graph, s)))])  # fmt: skip
         checked.update(suspects)

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import networkx as nx
 
-from rca.evidence.toolbox import Toolbox
+from rca.evidence.toolbox import SCAN_LEADS, Toolbox
 from rca.model import Incident
 from rca.star.criteria import AuditContext
-
-LEADS_PER_MODALITY = 3
 
 
 async def audit_context(incident: Incident) -> AuditContext:
@@ -21,5 +19,5 @@ async def audit_context(incident: Incident) -> AuditContext:
     leads: list[str] = []
     for modality, present in incident.sources.modalities().items():
         if present:
-            leads.extend((await box.scan(modality)).leads[:LEADS_PER_MODALITY])
+            leads.extend((await box.scan(modality)).leads[:SCAN_LEADS])
     return AuditContext(graph, incident.sources.modalities(), tuple(dict.fromkeys(leads)))

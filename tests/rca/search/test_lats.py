@@ -201,6 +201,15 @@ def test_before_deciding_the_search_reads_the_symptom_the_suspects_are_weighed_a
     assert f"query metrics of {case.incident.symptom}" in actions
 
 
+def test_before_deciding_the_search_examines_what_each_of_its_scans_flagged_first(case: IncidentCase) -> None:
+    from rca.evidence.toolbox import SCAN_LEADS, Toolbox
+
+    trace = from_json(asyncio.run(build_engine("lats").investigate(case.incident)).trace)  # type: ignore[arg-type]
+    box = Toolbox(case.incident)
+    flagged = {lead for m in ("metrics", "logs", "traces") for lead in asyncio.run(box.scan(m)).leads[:SCAN_LEADS]}
+    assert flagged and flagged <= trace.evidence_package.examined
+
+
 def test_an_endpoint_suspect_is_checked_against_its_callers_other_callees() -> None:
     import networkx as nx
 
