@@ -35,9 +35,9 @@ import networkx as nx
 from rca.evaluation.protocols import parse_protocol
 from rca.evidence import Evidence
 from rca.evidence.toolbox import Toolbox
-from rca.evidence.traces import GapShare
+from rca.evidence.traces import NO_GAPS, GapShare
 from rca.fault_model import FaultModel
-from rca.hypotheses import NO_GAPS, ScoringConfig, score_hypotheses
+from rca.hypotheses import ScoringConfig, score_hypotheses
 from rca.model import IncidentCase, Label, Modality, Window
 from rca.sources.datasets import find_cases
 

@@ -18,7 +18,7 @@ from typing import NewType
 import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.evidence.traces import GapShare
+from rca.evidence.traces import NO_GAPS, GapShare
 from rca.fault_model import GATES, LOG_PART, PART_OF_SIGNAL, FaultModel
 from rca.model import FaultType, Modality, Window
 from rca.profiles import comovement  # noqa: F401  (re-exported: the trace and the tests weigh profiles with it)
@@ -36,7 +36,6 @@ from rca.rules.victims import VictimTerms, explaining_callee, victim_share
 from rca.signals import Signal, bad_direction, is_host_metric
 
 HypothesisId = NewType("HypothesisId", str)
-NO_GAPS = GapShare(1.0, 0.0)
 _EXCEPTION_WORDS = ("exception", "threw", "throwable", "stacktrace", "caused by")
 
 

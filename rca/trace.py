@@ -23,8 +23,8 @@ import networkx as nx
 
 from rca.decision import decide
 from rca.evidence import Evidence, EvidenceId, EvidenceKind, earliest_onsets
-from rca.evidence.traces import GapShare
-from rca.hypotheses import NO_GAPS, Hypothesis, HypothesisId, ScoringConfig, score_hypotheses
+from rca.evidence.traces import NO_GAPS, GapShare
+from rca.hypotheses import Hypothesis, HypothesisId, ScoringConfig, score_hypotheses
 from rca.model import Cost, FaultType, Modality, Window, to_iso
 from rca.signals import Signal
 from rca.timestamps import parse_timestamp

@@ -36,7 +36,7 @@ from rca.evidence.logs import (
     template_shifts,
 )
 from rca.evidence.metrics import MetricShift, metric_shifts
-from rca.evidence.traces import GapShare, LatencyShift, latency_shifts, timings
+from rca.evidence.traces import NO_GAPS, GapShare, LatencyShift, latency_shifts, timings
 from rca.model import Incident, LineCounts, LogRecord, Modality, Span, SpanTable
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import LineCountSource, LogQuery, MetricQuery, SpanQuery
@@ -466,11 +466,9 @@ class Toolbox:
         """
         gaps = self._gaps
         if not gaps:
-            return GapShare(1.0, 0.0)
+            return NO_GAPS
         edges = [(s.split("->", 1), g.score >= TRACE_MIN_Z) for s, g in gaps.items()]
-        # the calls whose timing a spans read of either end has shown (and their slowing, if any)
-        timed = frozenset(callee for (caller, callee), _ in edges if caller == entity
-                          and (("spans", caller) in self._done or ("spans", callee) in self._done))  # fmt: skip
+        timed = frozenset(callee for caller, callee in self._timed_calls() if caller == entity)
         out_total: dict[str, int] = defaultdict(int)
         out_shift: dict[str, int] = defaultdict(int)
         for (caller, _), shifted in edges:
@@ -483,6 +481,15 @@ class Toolbox:
         share_in = own_in / len(incoming) if incoming else 0.0
         share_out = out_shift[entity] / out_total[entity] if caller_side(entity) else 0.0
         return GapShare(share_in, share_out, timed)
+
+    def _timed_calls(self) -> list[tuple[str, str]]:
+        """(caller, callee) of every call whose timing a spans read of either end has shown."""
+        calls = [tuple(s.split("->", 1)) for s in self._gaps or ()]
+        return [(a, b) for a, b in calls if ("spans", a) in self._done or ("spans", b) in self._done]
+
+    def timed_callers(self) -> set[str]:
+        """The services some of whose calls the spans read so far have timed."""
+        return {caller for caller, _ in self._timed_calls()}
 
     def _span_evidence(self, entity: str, s: LatencyShift, kind: EvidenceKind, query: str) -> Evidence:
         what = "own time" if kind is EvidenceKind.TRACE_SELF_TIME else f"network gap {s.subject}"

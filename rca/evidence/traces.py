@@ -104,6 +104,9 @@ class GapShare:
     timed: frozenset[str] = frozenset()
 
 
+NO_GAPS = GapShare(1.0, 0.0)  # no traces: every shift is the service's own, no call timed
+
+
 @dataclass(frozen=True, slots=True)
 class LatencyShift:
     """A latency distribution now against normal, judged bin by bin through the window."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId
-from rca.evidence.traces import GapShare
+from rca.evidence.traces import NO_GAPS, GapShare
 from rca.model import FaultType, Window
 
 
@@ -24,4 +24,4 @@ class Board:
     cites: dict[str, set[EvidenceId]]  # the evidence each service's hypothesis cites
     current: frozenset[EvidenceId]  # the evidence of the incident asked about (rule `timing`)
     # per service, its calls' network-gap shares and the callees whose calls the traces timed
-    edge_share: Callable[[str], GapShare] = field(default=lambda _: GapShare(1.0, 0.0))
+    edge_share: Callable[[str], GapShare] = field(default=lambda _: NO_GAPS)

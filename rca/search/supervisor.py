@@ -114,17 +114,19 @@ async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: I
     """The closing check: each leading suspect and its callers and callees (and an endpoint's
     siblings) read with every agent's tool, where no branch has yet, the symptom itself,
     whose series the suspects' are weighed against, and the first leads of every scan the
-    agents made (what the telemetry flags most cannot be ruled out unread). Whether a suspect is a victim of a callee
-    or the answer to a caller's changed calls is only told from what those neighbours show;
-    what they show may bring a new suspect forward, whose neighbourhood is read in turn. It
-    stops where the time budget runs out, like the search."""
+    agents made (what the telemetry flags most cannot be ruled out unread). Whether a
+    suspect is a victim of a callee or the answer to a caller's changed calls is only told
+    from what those neighbours show; what they show may bring a new suspect forward, whose
+    neighbourhood is read in turn. It stops where the time budget runs out, like the search."""
     checked: set[str] = set()
     for round_ in range(CHECK_ROUNDS):
         suspects = [h.service for h in _merge(agents, shared, incident).hypotheses[:top]]
         if set(suspects) <= checked:
             return
-        first = ([incident.symptom] if incident.symptom else []) + [
-            lead for a in agents for lead in a.scanned[:SCAN_LEADS]] if round_ == 0 else []
+        first: list[str] = []
+        if round_ == 0:
+            first = [incident.symptom] if incident.symptom else []
+            first += [lead for a in agents for lead in a.scanned[:SCAN_LEADS]]
         targets = dict.fromkeys(first + [t for s in suspects if s not in checked
                                          for t in (s, *sorted(_checked_around(shared.graph, s)))])  # fmt: skip
         checked.update(suspects)
@@ -168,7 +170,7 @@ def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine:
         window=incident.window, modalities=toolbox.available(),
         scope=tuple(sorted(state.scope)), evidence=state.evidence,
         missing=tuple(dict.fromkeys(toolbox.missing)) + usage.notes,
-        edge_shares=_edge_shares(toolbox, entities, shared.graph), alert_time=incident.alert_time,
+        edge_shares=_edge_shares(toolbox, entities), alert_time=incident.alert_time,
     )  # fmt: skip
     hyps = state.hypotheses
     chains = analysis_structure(ep, hyps, graph=shared.graph, symptom=incident.symptom)
@@ -183,8 +185,7 @@ def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine:
     return Trace(incident.id, incident.symptom, engine, ep, hyps, chains, decision, cost)
 
 
-def _edge_shares(toolbox: Toolbox, entities: set[str], graph: nx.DiGraph) -> dict[str, GapShare]:
+def _edge_shares(toolbox: Toolbox, entities: set[str]) -> dict[str, GapShare]:
     """The gap shares of every entity read, and of every service whose calls the traces
     timed: a replay of the hypotheses weighs those calls as the search did."""
-    shares = {e: toolbox.edge_share(e) for e in sorted(entities | set(graph))}
-    return {e: s for e, s in shares.items() if e in entities or s.timed}
+    return {e: toolbox.edge_share(e) for e in sorted(entities | toolbox.timed_callers())}

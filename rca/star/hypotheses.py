@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rca.hypotheses import NO_GAPS, supported_faults
+from rca.evidence.traces import NO_GAPS
+from rca.hypotheses import supported_faults
 from rca.star.criteria import AuditContext, Criterion
 from rca.trace import Trace, hypothesis_set
 
