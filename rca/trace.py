@@ -145,8 +145,41 @@ def _call_path(graph: nx.DiGraph, symptom: str, root: str) -> list[str]:
         return [root]
 
 
-def decision_report(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], *, symptom: str) -> DecisionReport:
-    """Stage 4: ranking with confidence, and a test per leading hypothesis."""
+def is_call(link: Link, graph: nx.DiGraph) -> bool:
+    """The link's effect side calls its cause side."""
+    return bool(graph.has_edge(link.target, link.source))
+
+
+def in_order(link: Link) -> bool:
+    """The link's cause did not start after its effect (a link without both onsets passes)."""
+    return link.onset_source is None or link.onset_target is None or in_causal_order(link.onset_source, link.onset_target)
+
+
+def supported(link: Link, by_id: dict[EvidenceId, Evidence]) -> bool:
+    """The link cites telemetry of its cause side."""
+    return any(i in by_id and by_id[i].entity == link.source for i in link.evidence)
+
+
+def analysed_order(hypotheses: tuple[Hypothesis, ...], chains: tuple[Chain, ...], *, graph: nx.DiGraph,
+                   evidence: tuple[Evidence, ...]) -> tuple[Hypothesis, ...]:  # fmt: skip
+    """The hypotheses in the order the decision weighs them: among those the analysis chained
+    to the symptom, a cause whose chain it holds broken (a link that is no call, puts the
+    effect first, or cites nothing of its cause) comes after those whose chain holds; each
+    group, and every hypothesis not analysed, keeps its place by value."""
+    by_id = {ev.id: ev for ev in evidence}
+    broken = {c.hypothesis: not all(is_call(ln, graph) and in_order(ln) and supported(ln, by_id) for ln in c.links)
+              for c in chains}  # fmt: skip
+    places = [i for i, h in enumerate(hypotheses) if h.id in broken]
+    out = list(hypotheses)
+    for i, h in zip(places, sorted((hypotheses[i] for i in places), key=lambda h: broken[h.id]), strict=True):
+        out[i] = h
+    return tuple(out)
+
+
+def decision_report(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], chains: tuple[Chain, ...], *,
+                    graph: nx.DiGraph, symptom: str) -> DecisionReport:  # fmt: skip
+    """Stage 4, from the analysis: ranking with confidence, and a test per leading hypothesis."""
+    hypotheses = analysed_order(hypotheses, chains, graph=graph, evidence=ep.evidence)
     decision = decide(hypotheses, symptom=symptom)
     by_id = {ev.id: ev for ev in ep.evidence}
     tests: list[VerificationTest] = []
@@ -181,7 +214,7 @@ def replay(trace: Trace, *, graph: nx.DiGraph, start: str = "hypothesis_set",
     chains = trace.chains
     if start in ("hypothesis_set", "analysis_structure"):
         chains = analysis_structure(ep, hyps, graph=graph, symptom=trace.symptom)
-    decision = decision_report(ep, hyps, symptom=trace.symptom)
+    decision = decision_report(ep, hyps, chains, graph=graph, symptom=trace.symptom)
     return replace(trace, hypotheses=hyps, chains=chains, decision=decision)
 
 

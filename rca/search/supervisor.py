@@ -174,7 +174,7 @@ def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine:
     )  # fmt: skip
     hyps = state.hypotheses
     chains = analysis_structure(ep, hyps, graph=shared.graph, symptom=incident.symptom)
-    decision = decision_report(ep, hyps, symptom=incident.symptom)
+    decision = decision_report(ep, hyps, chains, graph=shared.graph, symptom=incident.symptom)
     cost = Cost(
         seconds=time.perf_counter() - started, iterations=sum(a.iterations for a in agents),
         hypotheses=len(shared.seen_hypotheses), evidence_items=len(shared.registry),

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from rca.star.criteria import AuditContext, Criterion
-from rca.topology import in_causal_order
-from rca.trace import Trace
+from rca.trace import Trace, in_order, is_call, supported
 
 STAGE = "analysis_structure"
 
@@ -23,7 +22,7 @@ def reachable(trace: Trace, ctx: AuditContext) -> Criterion:
     if not links:
         return Criterion(STAGE, "reachable", 1.0 if trace.chains else 0.0, 1.5,
                          "no links to check" if trace.chains else "no causal chain")  # fmt: skip
-    bad = [ln.id for ln in links if not ctx.graph.has_edge(ln.target, ln.source)]
+    bad = [ln.id for ln in links if not is_call(ln, ctx.graph)]
     score = 1.0 - len(bad) / len(links)
     why = f"{len(bad)} of {len(links)} links are not calls in the topology" if bad else "every link is a call"
     return Criterion(STAGE, "reachable", score, 1.5, why, tuple(bad))
@@ -34,7 +33,7 @@ def cause_before_effect(trace: Trace) -> Criterion:
     timed = [ln for ln in _links(trace) if ln.onset_source is not None and ln.onset_target is not None]
     if not timed:
         return Criterion(STAGE, "cause_before_effect", 0.7, 1.0, "no link has both onsets")
-    bad = [ln.id for ln in timed if not in_causal_order(ln.onset_source, ln.onset_target)]
+    bad = [ln.id for ln in timed if not in_order(ln)]
     score = 1.0 - len(bad) / len(timed)
     why = f"{len(bad)} of {len(timed)} links put the effect before the cause" if bad else "onsets respect cause before effect"
     return Criterion(STAGE, "cause_before_effect", score, 1.0, why, tuple(bad))
@@ -46,7 +45,7 @@ def links_supported(trace: Trace) -> Criterion:
     links = _links(trace)
     if not links:
         return Criterion(STAGE, "links_supported", 1.0 if trace.chains else 0.0, 1.0, "no links to check")
-    bad = [ln.id for ln in links if not any(i in by_id and by_id[i].entity == ln.source for i in ln.evidence)]
+    bad = [ln.id for ln in links if not supported(ln, by_id)]
     score = 1.0 - len(bad) / len(links)
     why = f"{len(bad)} of {len(links)} links cite no evidence of their cause" if bad else "every link is supported"
     return Criterion(STAGE, "links_supported", score, 1.0, why, tuple(bad))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from rca.model import FaultType
 from rca.star.criteria import MECHANISM_TOOLS, AuditContext, Criterion
-from rca.trace import Trace
+from rca.trace import Trace, analysed_order
 
 STAGE = "decision_report"
 
 
 def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
-    return [calibrated(trace), agrees_with_analysis(trace), tests_discriminative(trace)]
+    return [calibrated(trace), agrees_with_analysis(trace, ctx), tests_discriminative(trace)]
 
 
 def sufficiency(trace: Trace) -> float:
@@ -34,10 +34,12 @@ def calibrated(trace: Trace) -> Criterion:
     return Criterion(STAGE, "calibrated", score, 1.0, why)
 
 
-def agrees_with_analysis(trace: Trace) -> Criterion:
-    """The ranking follows the hypotheses' values and the leading one has a causal chain."""
+def agrees_with_analysis(trace: Trace, ctx: AuditContext) -> Criterion:
+    """The ranking follows the hypotheses' values, broken chains after sound ones, and the
+    leading one has a causal chain."""
     ranked = [r[0] for r in trace.decision.ranking[:3]]
-    by_value = [h.service for h in trace.hypotheses[:3]]
+    ordered = analysed_order(trace.hypotheses, trace.chains, graph=ctx.graph, evidence=trace.evidence_package.evidence)
+    by_value = [h.service for h in ordered[:3]]
     if not ranked:
         return Criterion(STAGE, "agrees_with_analysis", 0.0, 1.5, "empty ranking")
     same = sum(1 for a, b in zip(ranked, by_value, strict=False) if a == b) / max(len(ranked), 1)

@@ -21,7 +21,7 @@ async def verification_first(trace: Trace, ctx: RepairContext) -> Trace:
     """When the leaders are close, say so, cap confidence, and lead with the tests."""
     hyps = trace.hypotheses
     close = len(hyps) > 1 and hyps[0].value > 0 and (hyps[0].value - hyps[1].value) / hyps[0].value < AMBIGUOUS_MARGIN
-    rebuilt = decision_report(trace.evidence_package, hyps, symptom=trace.symptom)
+    rebuilt = decision_report(trace.evidence_package, hyps, trace.chains, graph=ctx.audit.graph, symptom=trace.symptom)
     if not close:
         return replace(trace, decision=rebuilt)
     summary = "Ambiguous between " + " and ".join(h.service for h in hyps[:2]) + ": run the verification tests first. "
@@ -30,7 +30,9 @@ async def verification_first(trace: Trace, ctx: RepairContext) -> Trace:
 
 async def match_mechanism(trace: Trace, ctx: RepairContext) -> Trace:
     """Rewrite the ranking and the tests from the hypotheses (tests on each one's own signal)."""
-    return replace(trace, decision=decision_report(trace.evidence_package, trace.hypotheses, symptom=trace.symptom))
+    ep = trace.evidence_package
+    return replace(trace, decision=decision_report(ep, trace.hypotheses, trace.chains, graph=ctx.audit.graph,
+                                                   symptom=trace.symptom))
 
 
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
