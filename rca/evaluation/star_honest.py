@@ -17,6 +17,12 @@ Each variant is audited at the default thresholds (tau 0.8, epsilon 0.1). Detect
 routes it to repair; flagged: its trust is in the lowest quarter of the clean traces' (what the
 bot's verdict flags). A detected variant is repaired (one round) and its first place is judged
 against the label, as is the variant's own first place before the repair.
+
+Each family is written into known stages (`WRITTEN`). For a detected variant, the stage STAR's
+repair names decisive is judged against them, beside a plain replay-comparison localiser given
+the same number of replays: it replays from the last stage back to the first (the evidence by
+reading the package's scope again) and names the first stage whose replay the audit accepts,
+else the one whose replay it scores highest.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from rca.star.criteria import AuditContext
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, repair
-from rca.trace import Trace, from_json, replay
+from rca.trace import STAGES, Trace, from_json, replay
 
 SMALL_BUDGET = 4  # reads of the independent run that may miss the root
 CLEAN = "clean"
@@ -123,6 +129,14 @@ FAMILIES: dict[str, Callable[[Trace, AuditContext], Trace | None]] = {
     "two_at_once": two_at_once,
 }
 READ_BUDGET_FAMILY = f"read_budget_{SMALL_BUDGET}"
+# the stages each family writes its error into: where a localiser should find it (thin evidence
+# cuts the package and keeps the value the hypothesis had on more: a repair of either stage
+# makes the trace consistent again)
+WRITTEN: dict[str, tuple[str, ...]] = {
+    "victim_made_root": ("hypothesis_set",), "thin_evidence": ("evidence_package", "hypothesis_set"),
+    "anchored_on_earliest": ("hypothesis_set",), "neighbouring_fault_type": ("hypothesis_set",),
+    "two_at_once": ("hypothesis_set", "evidence_package"), READ_BUDGET_FAMILY: ("evidence_package",),
+}  # fmt: skip
 
 
 def renamed_ids(t: Trace) -> Trace:
@@ -158,6 +172,9 @@ class Variant:
     repaired_right: bool | None  # after one repair round, where the audit routed it to repair
     type_right: bool = False  # its first place carries the label's fault type
     repaired_type_right: bool | None = None
+    decisive: str | None = None  # the stage STAR's repair named decisive, where routed
+    baseline: str | None = None  # the replay-comparison localiser's stage, with as many replays
+    replays: int = 0  # the replays STAR's repair took (the baseline's allowance)
 
 
 @dataclass(slots=True)
@@ -203,13 +220,42 @@ async def evaluate_honest(
 
 
 async def _judged(case: IncidentCase, family: str, own: Trace, t: Trace, verdict: Audit, ctx: RepairContext) -> Variant:
-    fixed = fixed_type = None
+    fixed = fixed_type = decisive = baseline = None
+    replays = 0
     if verdict.route is not Route.ACCEPT:
         result = await repair(t, ctx, RepairConfig(rounds=1))
         fixed = _top(result.trace) == case.label.service
         fixed_type = _type(result.trace) == case.label.fault_type.value
+        decisive, replays = result.decisive_stage, result.replays
+        if family != CLEAN:
+            baseline = await replay_localise(t, ctx, replays)
     return Variant(case.id, family, _top(t) != _top(own), _top(t) == case.label.service, verdict.route.value,
-                   verdict.trust, fixed, _type(t) == case.label.fault_type.value, fixed_type)  # fmt: skip
+                   verdict.trust, fixed, _type(t) == case.label.fault_type.value, fixed_type,
+                   decisive, baseline, replays)  # fmt: skip
+
+
+async def replay_localise(t: Trace, ctx: RepairContext, replays: int) -> str | None:
+    """The plain replay-comparison localiser: from the last stage back, replay each (the
+    evidence by reading the package's scope again) while replays last; the first stage whose
+    replay the audit accepts, else the one it scores highest (None: no replay allowed)."""
+    best: tuple[float, str] | None = None
+    for stage in reversed(STAGES):
+        if replays <= 0:
+            break
+        replays -= 1
+        if stage == STAGES[0]:
+            if ctx.recollect is None:
+                continue
+            fresh = await ctx.recollect(t, tuple(t.evidence_package.scope), 0.0)
+            again = replay(fresh, graph=ctx.audit.graph, start=STAGES[1])
+        else:
+            again = replay(t, graph=ctx.audit.graph, start=stage)
+        verdict = audit(again, ctx.audit)
+        if verdict.route is Route.ACCEPT:
+            return stage
+        if best is None or verdict.score > best[0]:
+            best = (verdict.score, stage)
+    return best[1] if best else None
 
 
 def _type(t: Trace) -> str | None:
@@ -221,11 +267,13 @@ def render(report: HonestReport) -> str:
     trusted = [v.trust for v in clean]
     quarter = statistics.quantiles(trusted, n=4)[0] if len(clean) >= 2 else 0.0
     head = (f"{'variant':<26}{'n':>5}{'top moved':>10}{'right':>8}{'routed':>8}{'flagged':>9}"
-            f"{'AUROC':>7}{'right after':>13}{'type':>7}{'type after':>12}")  # fmt: skip
+            f"{'AUROC':>7}{'right after':>13}{'stage':>7}{'replay':>8}{'type':>7}{'type after':>12}")  # fmt: skip
     lines = [f"STAR on errors it did not write ({report.cases} cases, realistic windows, tau 0.8, epsilon 0.1)",
              "routed: the audit sends it to repair; flagged: trust in the clean traces' lowest quarter "
              f"(below {quarter:.3f}); AUROC: clean trust above this variant's; right after: first place right "
-             "after one repair round (unrouted ones as they are); type, type after: its fault type right, before and after", head, "-" * len(head)]  # fmt: skip
+             "after one repair round (unrouted ones as they are); stage, replay: of the routed, the decisive stage "
+             "found where the error was written, by STAR and by a replay-comparison localiser given as many replays; "
+             "type, type after: its fault type right, before and after", head, "-" * len(head)]  # fmt: skip
     for family in [CLEAN, *FAMILIES, READ_BUDGET_FAMILY]:
         if rows := [v for v in report.variants if v.family == family]:
             lines.append(_row(family, rows, None if family == CLEAN else trusted, quarter, types=True))
@@ -241,8 +289,18 @@ def _row(label: str, rows: Sequence[Variant], clean: Sequence[float] | None, qua
     after = sum((v.repaired_right if v.repaired_right is not None else v.right) for v in rows) / n
     line = (f"{label:<26}{n:>5}{sum(v.changed_top for v in rows) / n:>10.3f}{sum(v.right for v in rows) / n:>8.3f}"
             f"{sum(v.route != Route.ACCEPT.value for v in rows) / n:>8.3f}{sum(v.trust < quarter for v in rows) / n:>9.3f}"
-            f"{'-' if area is None else f'{area:.3f}':>7}{after:>13.3f}")  # fmt: skip
+            f"{'-' if area is None else f'{area:.3f}':>7}{after:>13.3f}"
+            f"{_share(rows, 'decisive'):>7}{_share(rows, 'baseline'):>8}")  # fmt: skip
     if types:
         type_after = sum((v.repaired_type_right if v.repaired_type_right is not None else v.type_right) for v in rows) / n
         line += f"{sum(v.type_right for v in rows) / n:>7.3f}{type_after:>12.3f}"
     return line
+
+
+def _share(rows: Sequence[Variant], localiser: str) -> str:
+    """Of the routed rows of fault families, the share whose stage named by `localiser`
+    ("decisive": STAR's; "baseline": the replay comparison's) is one the error was written into."""
+    routed = [v for v in rows if v.family in WRITTEN and v.route != Route.ACCEPT.value]
+    if not routed:
+        return "-"
+    return f"{sum(getattr(v, localiser) in WRITTEN[v.family] for v in routed) / len(routed):.3f}"

@@ -90,3 +90,21 @@ def test_a_fault_type_its_evidence_does_not_show_is_not_accepted_and_repair_rest
     assert carried.violated and verdict.route is not Route.ACCEPT
     fixed = asyncio.run(repair(retyped, RepairContext(ctx), RepairConfig(rounds=1))).trace
     assert fixed.decision.ranking[0][1] == trace.decision.ranking[0][1]
+
+
+def test_the_replay_localiser_finds_the_stage_it_can_replay_within_its_allowance(
+    real: tuple[Trace, AuditContext],
+) -> None:
+    """Walking back from the decision, the replay of the stage an error was written into is
+    the first the audit accepts; with fewer replays it names only what it reached."""
+    from rca.evaluation.star_honest import neighbouring_fault_type, replay_localise
+    from rca.star.audit import Route
+    from rca.star.patches import RepairContext
+
+    trace, ctx = real
+    retyped = neighbouring_fault_type(trace, ctx)
+    assert retyped is not None and audit(retyped, ctx).route is not Route.ACCEPT
+    repair_ctx = RepairContext(ctx)
+    assert asyncio.run(replay_localise(retyped, repair_ctx, 4)) == "hypothesis_set"
+    assert asyncio.run(replay_localise(retyped, repair_ctx, 1)) == "decision_report"
+    assert asyncio.run(replay_localise(retyped, repair_ctx, 0)) is None
