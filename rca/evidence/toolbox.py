@@ -104,13 +104,14 @@ class ToolResult:
 def _memoised(tool: Callable[[Toolbox, str], Awaitable[ToolResult]]) -> Callable[[Toolbox, str], Awaitable[ToolResult]]:
     """A read repeated within an investigation costs nothing and finds the same evidence (the
     same ids): the window and sources do not change while it runs. A first read is charged to
-    the read budget (see `Toolbox.cost`); past the budget it returns nothing, said once."""
+    the read budget (see `Toolbox.cost`) unless the backend holds nothing of the service;
+    past the budget it returns nothing, said once."""
 
     @functools.wraps(tool)
     async def read(self: Toolbox, entity: str) -> ToolResult:
         key = (tool.__name__, entity)
         if key not in self._done:
-            if not self._charge(self.cost(tool.__name__)):
+            if await self._listed(tool.__name__, entity) and not self._charge(self.cost(tool.__name__)):
                 return ToolResult(tool.__name__, entity, f"{tool.__name__}{{entity={entity}}}", (), "budget")
             self._done[key] = await tool(self, entity)
         return self._done[key]
@@ -146,6 +147,8 @@ class Toolbox:
         self._own: dict[str, LatencyShift] | None = None
         self._gaps: dict[str, LatencyShift] | None = None
         self._read_spans: tuple[Sequence[Span], Sequence[Span]] | None = None
+        self._traced: frozenset[str] | None = None  # the services the trace backend has spans of
+        self._logged: frozenset[str] = frozenset()  # the services with log lines in the window
         self._graph: nx.DiGraph | None = None
         self.missing: list[str] = list(incident.missing())
         self.failed: set[str] = set()  # modalities whose backend failed while reading
@@ -178,6 +181,21 @@ class Toolbox:
     @property
     def exhausted(self) -> bool:
         return self.budget is not None and self.reads >= self.budget
+
+    async def _listed(self, tool: str, entity: str) -> bool:
+        """Whether the backend a tool reads holds the service at all, as the backends tell for
+        free (Jaeger lists the services it has spans of, Loki the label values of a window): a
+        read of one it does not hold finds nothing and costs nothing."""
+        if tool == "spans" and self.incident.sources.traces is not None:
+            async with self._lock:
+                if self._traced is None:
+                    ref, now = await self._span_reads()
+                    self._traced = frozenset(SpanTable.of(ref).entity) | frozenset(SpanTable.of(now).entity)
+            return entity in self._traced
+        if tool == "logs" and self.incident.sources.logs is not None:
+            await self._log_index()
+            return entity in self._logged
+        return True
 
     def cost(self, tool: str) -> int:
         """Reads a first call of this tool on one service costs (0 after a bulk read of it)."""
@@ -319,6 +337,7 @@ class Toolbox:
                     self._say_if_empty("logs", now_records)
                     if now_records:  # a window without a single line read lacks logs; it is not a silent system
                         self._logs = await self._index_logs(now_records)
+                        self._logged = frozenset(r.entity for r in now_records)
             return self._logs
 
     async def _index_logs(self, now_records: list[LogRecord]) -> dict[str, list[TemplateShift]]:
@@ -527,7 +546,7 @@ class Toolbox:
             return ToolResult("scan", modality, query, (), "unavailable")
         entities = await self.entities()
         name = {"traces": "spans"}.get(modality, modality)
-        cost = 1 if name in BULK else sum(1 for e in entities if (name, e) not in self._done)
+        cost = 1 if name in BULK else len([e for e in entities if (name, e) not in self._done and await self._listed(name, e)])
         if name == "logs" and self.glance and not self._affordable(cost):
             return await self._glance_at_logs(top)
         if not self._charge(cost):

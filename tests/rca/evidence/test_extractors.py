@@ -22,6 +22,7 @@ from rca.hypotheses import ScoringConfig, score_hypotheses
 from rca.model import FaultType, LogRecord, Modality, Series, Severity, Span, Window
 from rca.signals import Signal
 from rca.sources.datasets import find_cases
+from rca.sources.protocols import LogQuery
 from rca.timestamps import parse_timestamp
 
 INJECT = parse_timestamp("2023-01-29T13:31:54Z")
@@ -834,7 +835,11 @@ def test_a_read_budget_counts_reads_as_the_backends_are_queried() -> None:
         logs_scan = await Toolbox(case.incident, budget=2, glance=False).scan("logs")  # one read per service: over budget
         assert logs_scan.status == "budget"
         unlimited = Toolbox(case.incident)
-        await unlimited.scan("logs")
-        assert unlimited.reads == len(await unlimited.entities()) and not unlimited.exhausted
+        await unlimited.scan("logs")  # one read per service with lines in the window
+        logged = {r.entity for r in await case.incident.sources.logs.records(LogQuery(case.incident.window))}
+        assert unlimited.reads == len(logged & set(await unlimited.entities())) and not unlimited.exhausted
+        traced = Toolbox(case.incident, budget=1)
+        assert (await traced.spans("not-a-traced-service")).status == "no_data" and traced.reads == 0  # held by no backend: free
+        assert (await traced.spans("ts-contacts-service")).status == "ok" and traced.reads == 1
 
     asyncio.run(go())
