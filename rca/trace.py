@@ -119,21 +119,23 @@ def analysis_structure(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], 
     A step of the path becomes a causal link only where the telemetry supports it: the callee
     (the cause side) has evidence, and its anomaly did not begin after its caller's.
     """
+    return tuple(chain_along(ep, h, _call_path(graph, symptom, h.service)) for h in hypotheses[:top])
+
+
+def chain_along(ep: EvidencePackage, h: Hypothesis, path: list[str]) -> Chain:
+    """The causal chain of a hypothesis along one call path (symptom first, its root last):
+    a link for each step whose callee has evidence and did not start after its caller."""
     onsets = earliest_onsets(ep.evidence)
     cites: dict[str, list[EvidenceId]] = {}
     for ev in ep.evidence:
         cites.setdefault(ev.entity, []).append(ev.id)
-    chains = []
-    for h in hypotheses[:top]:
-        path = _call_path(graph, symptom, h.service)
-        links = []
-        for i, (callee, caller) in enumerate(itertools.pairwise(path[::-1])):
-            if not cites.get(callee) or not in_causal_order(onsets.get(callee), onsets.get(caller)):
-                continue
-            ids = tuple(cites.get(callee, [])[:3] + cites.get(caller, [])[:3])
-            links.append(Link(f"{h.id}-l{i + 1}", callee, caller, onsets.get(callee), onsets.get(caller), ids))
-        chains.append(Chain(h.id, h.service, tuple(links)))
-    return tuple(chains)
+    links = []
+    for i, (callee, caller) in enumerate(itertools.pairwise(path[::-1])):
+        if not cites.get(callee) or not in_causal_order(onsets.get(callee), onsets.get(caller)):
+            continue
+        ids = tuple(cites.get(callee, [])[:3] + cites.get(caller, [])[:3])
+        links.append(Link(f"{h.id}-l{i + 1}", callee, caller, onsets.get(callee), onsets.get(caller), ids))
+    return Chain(h.id, h.service, tuple(links))
 
 
 def _call_path(graph: nx.DiGraph, symptom: str, root: str) -> list[str]:

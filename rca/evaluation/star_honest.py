@@ -5,8 +5,9 @@ it must leave alone, and repairs judged by the label.
 it was written into; this evaluation does not tell the auditor anything. For every case, under
 the realistic window protocol, lats's own trace is taken as it is (right or wrong) and:
 
-- rewritten harmlessly (evidence ids renamed, the confidence moved by 0.05): an audit that
-  routes these to repair, or flags them, raises a false alarm;
+- rewritten harmlessly (evidence ids renamed, the confidence moved by 0.05, the leader's
+  chain drawn along another call path as short as its own): an audit that routes these to
+  repair, or flags them, raises a false alarm;
 - given one of the reasoning errors a real agent makes, none of them the negation of one
   criterion: a believable victim made root (its chain rebuilt from its real evidence),
   confidence kept while the evidence is cut to one weak item, anchoring on the earliest
@@ -27,6 +28,7 @@ else the one whose replay it scores highest.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -44,7 +46,7 @@ from rca.star.criteria import AuditContext
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, repair
-from rca.trace import STAGES, Trace, from_json, replay
+from rca.trace import STAGES, Trace, chain_along, from_json, replay
 
 SMALL_BUDGET = 4  # reads of the independent run that may miss the root
 CLEAN = "clean"
@@ -153,6 +155,24 @@ def renamed_ids(t: Trace) -> Trace:
     return replace(t, evidence_package=ep, hypotheses=hyps, chains=chains)
 
 
+def other_shortest_path(t: Trace, graph: nx.DiGraph) -> Trace | None:
+    """The leader's chain drawn along another call path from the symptom as short as the one
+    the analysis took, its links supported as the analysis supports them (None: there is no
+    other such path)."""
+    if not t.chains or t.symptom not in graph or t.chains[0].root not in graph:
+        return None
+    chain, lead = t.chains[0], next((h for h in t.hypotheses if h.id == t.chains[0].hypothesis), None)
+    if lead is None:
+        return None
+    try:
+        paths = list(itertools.islice(nx.all_shortest_paths(graph, t.symptom, chain.root), 8))
+    except nx.NetworkXNoPath:
+        return None
+    drawn = (chain_along(t.evidence_package, lead, p) for p in paths)
+    other = next((c for c in drawn if c.links != chain.links), None)
+    return replace(t, chains=(other, *t.chains[1:])) if other is not None else None
+
+
 def nudged_confidence(t: Trace, by: float) -> Trace:
     """The stated confidence moved by `by` (within [0, 1]): a different wording of the same verdict."""
     d = t.decision
@@ -207,6 +227,8 @@ async def evaluate_honest(
             repair_ctx = RepairContext(ctx, recollector(incident))
             sign = 1.0 if sum(map(ord, case.id)) % 2 else -1.0  # which way the confidence moves, per case
             variants: list[tuple[str, Trace]] = [(CLEAN, renamed_ids(own)), (CLEAN, nudged_confidence(own, 0.05 * sign))]
+            if (detour := other_shortest_path(own, ctx.graph)) is not None:
+                variants.append((CLEAN, detour))
             variants += [(name, bad) for name, fn in FAMILIES.items() if (bad := fn(own, ctx)) is not None]
             small = (await budgeted.investigate(incident)).trace
             if small is not None:

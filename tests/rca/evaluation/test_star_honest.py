@@ -108,3 +108,28 @@ def test_the_replay_localiser_finds_the_stage_it_can_replay_within_its_allowance
     assert asyncio.run(replay_localise(retyped, repair_ctx, 4)) == "hypothesis_set"
     assert asyncio.run(replay_localise(retyped, repair_ctx, 1)) == "decision_report"
     assert asyncio.run(replay_localise(retyped, repair_ctx, 0)) is None
+
+
+def test_another_equally_short_path_is_a_harmless_rewrite() -> None:
+    """Two call paths of one length from the symptom to the cause: drawing the chain along
+    the other one changes the analysis, not the answer, and the audit does not object."""
+    from rca.evaluation.star_honest import other_shortest_path
+    from rca.evidence import Evidence, EvidenceId, EvidenceKind
+    from rca.hypotheses import Hypothesis, HypothesisId
+    from rca.model import FaultType, Modality, Window
+    from rca.signals import Signal
+    from rca.trace import EvidencePackage, analysis_structure, decision_report
+
+    graph = nx.DiGraph([("front", "a"), ("front", "b"), ("a", "db"), ("b", "db")])
+    evidence = tuple(Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, e, "cpu", 9.0,
+                              Signal.CPU, "q", "d", onset) for i, (e, onset) in
+                     enumerate([("db", 100.0), ("a", 150.0), ("b", 150.0), ("front", 160.0)], start=1))  # fmt: skip
+    ep = EvidencePackage(Window(0, 600), {"metrics": True}, ("front", "a", "b", "db"), evidence, (), {})
+    hyps = (Hypothesis(HypothesisId("h-1"), "db", FaultType.CPU, 0.9, (EvidenceId("ev-1"),), ""),)
+    chains = analysis_structure(ep, hyps, graph=graph, symptom="front")
+    t = Trace("i", "front", "lats", ep, hyps, chains, decision_report(ep, hyps, chains, graph=graph, symptom="front"))
+    detour = other_shortest_path(t, graph)
+    assert detour is not None and detour.chains[0].links != t.chains[0].links
+    assert len(detour.chains[0].links) == len(t.chains[0].links) and detour.decision == t.decision
+    ctx = AuditContext(graph)
+    assert audit(detour, ctx).score == audit(t, ctx).score
