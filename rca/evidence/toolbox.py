@@ -39,7 +39,13 @@ from rca.evidence.metrics import MetricShift, metric_shifts
 from rca.evidence.traces import NO_GAPS, GapShare, LatencyShift, latency_shifts, timings
 from rca.model import Incident, LineCounts, LogRecord, Modality, Span, SpanTable
 from rca.signals import Signal, is_host_metric
-from rca.sources.protocols import LineCountSource, LogQuery, MetricQuery, SpanQuery
+from rca.sources.protocols import (
+    LineCountSource,
+    LogQuery,
+    MetricQuery,
+    ServiceListSource,
+    SpanQuery,
+)
 
 T = TypeVar("T")
 
@@ -148,7 +154,7 @@ class Toolbox:
         self._gaps: dict[str, LatencyShift] | None = None
         self._read_spans: tuple[Sequence[Span], Sequence[Span]] | None = None
         self._traced: frozenset[str] | None = None  # the services the trace backend has spans of
-        self._logged: frozenset[str] = frozenset()  # the services with log lines in the window
+        self._logged: frozenset[str] | None = None  # the services with log lines in the window, once known
         self._graph: nx.DiGraph | None = None
         self.missing: list[str] = list(incident.missing())
         self.failed: set[str] = set()  # modalities whose backend failed while reading
@@ -192,10 +198,25 @@ class Toolbox:
                     ref, now = await self._span_reads()
                     self._traced = frozenset(SpanTable.of(ref).entity) | frozenset(SpanTable.of(now).entity)
             return entity in self._traced
-        if tool == "logs" and self.incident.sources.logs is not None:
-            await self._log_index()
-            return entity in self._logged
+        src = self.incident.sources.logs
+        if tool == "logs" and src is not None:
+            if self._logged is None:
+                self._logged = await self._services_logged(src)
+            return self._logged is None or entity in self._logged
         return True
+
+    async def _services_logged(self, src: object) -> frozenset[str] | None:
+        """The services with lines in the window: as a backend that can list them says (no
+        line read), else from the lines of the window (a recorded source holds them anyway);
+        None where the backend cannot say (every read is then charged)."""
+        if not isinstance(src, ServiceListSource):
+            await self._log_index()
+            return self._logged or frozenset()
+        try:
+            async with asyncio.timeout(READ_TIMEOUT):
+                return frozenset(await src.services(self.incident.window))
+        except (DataError, TimeoutError):
+            return None
 
     def cost(self, tool: str) -> int:
         """Reads a first call of this tool on one service costs (0 after a bulk read of it)."""

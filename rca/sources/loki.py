@@ -46,6 +46,14 @@ class LokiLogs:
             data = await self._get(client, f"/loki/api/v1/label/{self.label}/values", {}, what="label values")
         return tuple(sorted(str(v) for v in data or [] if isinstance(v, str)))
 
+    async def services(self, window: Window) -> tuple[str, ...]:
+        """The services with lines in the window, from the label's values over it: no line is
+        returned."""
+        params = {"start": str(int(window.start * 1e9)), "end": str(int(window.end * 1e9))}
+        async with http.session(self.timeout) as client:
+            data = await self._get(client, f"/loki/api/v1/label/{self.label}/values", params, what="label values")
+        return tuple(sorted(str(v) for v in data or [] if isinstance(v, str)))
+
     async def line_counts(self, window: Window) -> LineCounts:
         """Every service's lines in the window and those that report a failure, from two
         LogQL metric queries (counts per minute, summed by service): no line is returned."""

@@ -76,6 +76,15 @@ class LineCountSource(Protocol):
 
 
 @runtime_checkable
+class ServiceListSource(Protocol):
+    """A log backend that names the services it holds lines of in a window without returning
+    them (Loki's label values)."""
+
+    async def services(self, window: Window) -> tuple[str, ...]:
+        ...
+
+
+@runtime_checkable
 class TraceSource(Protocol):
     async def spans(self, query: SpanQuery) -> Sequence[Span]:
         """Spans that start inside the window (a list, or a `SpanTable` of columns)."""

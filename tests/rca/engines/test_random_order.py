@@ -5,7 +5,9 @@ import asyncio
 from rca.engines import build_engine
 from rca.evidence.toolbox import Toolbox
 from rca.hypotheses import score_hypotheses
+from rca.model import SpanTable
 from rca.sources.datasets import find_cases
+from rca.sources.protocols import LogQuery
 from tests.conftest import NEZHA_SLICE
 
 
@@ -33,8 +35,16 @@ def test_without_a_budget_it_reads_everything_and_ranks_as_exhaustive_scoring() 
                                   edge_share=box.edge_share, alert_time=case.incident.alert_time)  # fmt: skip
         return [h.service for h in ranked]
 
+    async def held() -> int:
+        """Every service's metrics, and its logs and spans where the backends hold any."""
+        box = Toolbox(case.incident)
+        entities = await box.entities()
+        window = case.incident.window
+        logged = {r.entity for r in await case.incident.sources.logs.records(LogQuery(window))}  # type: ignore[union-attr]
+        ref, now = await box._span_reads()
+        traced = set(SpanTable.of(ref).entity) | set(SpanTable.of(now).entity)
+        return sum(1 + (e in logged) + (e in traced) for e in entities)
+
     d = asyncio.run(build_engine("random").investigate(case.incident))
-    entities = asyncio.run(Toolbox(case.incident).entities())
-    modalities = sum(1 for ok in case.incident.sources.modalities().values() if ok)
-    assert d.cost.reads == len(entities) * modalities
+    assert d.cost.reads == asyncio.run(held())
     assert [c.service for c in d.ranking] == asyncio.run(exhaustive())

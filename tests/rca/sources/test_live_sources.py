@@ -188,6 +188,42 @@ def test_a_budgeted_logs_glance_on_loki_reads_no_line() -> None:
     asyncio.run(go())
 
 
+def test_a_read_of_a_service_loki_holds_no_line_of_costs_nothing() -> None:
+    """Loki names the services with lines in a window (the label's values over it) without
+    returning a line: a budgeted read of a service it does not name is free, one it names is
+    charged."""
+    lines = _stored_lines()
+
+    async def values(request: web.Request) -> web.Response:
+        start, end = int(request.query["start"]) / NS, int(request.query["end"]) / NS
+        held = sorted(s for s, stored in lines.items() if any(start <= at <= end for at, _ in stored))
+        return web.json_response({"status": "success", "data": held})
+
+    async def query_range(request: web.Request) -> web.Response:
+        start, end = int(request.query["start"]) / NS, int(request.query["end"]) / NS
+        result = [{"stream": {"service": service}, "values": [[str(int(at * NS)), text] for at, text in stored
+                                                              if start <= at <= end]}
+                  for service, stored in lines.items()]  # fmt: skip
+        return web.json_response({"status": "success", "data": {"resultType": "streams", "result": result}})
+
+    async def go() -> None:
+        stand_in = StandIn({"/loki/api/v1/label/service/values": values, "/loki/api/v1/query_range": query_range})
+        async with stand_in as url:
+            loki = LokiLogs(url)
+            window = Window(T0, T0 + 600)
+            graph = StaticTopology(nx.DiGraph([("orders", "payments"), ("orders", "quiet")]))
+            incident = Incident(CaseId("live/orders"), "live", "orders", window, Sources(logs=loki, topology=graph),
+                                {Modality.LOGS: Normal(Window(T0 - 3600, T0), Sources(logs=loki))})  # fmt: skip
+            box = Toolbox(incident, budget=1)
+            quiet = await box.logs("quiet")
+            assert quiet.status == "no_data" and box.reads == 0
+            assert (await box.logs("payments")).status == "ok" and box.reads == 1
+        asked = stand_in.queries[0]
+        assert (int(asked["start"]), int(asked["end"])) == (int(T0 * NS), int((T0 + 600) * NS))
+
+    asyncio.run(go())
+
+
 def test_a_loki_that_cannot_count_still_gets_its_glance_from_lines() -> None:
     """Count queries refused (an older Loki, a proxy): the glance reads the lines, says so,
     and logs stay available."""
