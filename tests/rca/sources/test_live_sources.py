@@ -143,6 +143,16 @@ def loki_counts(request: web.Request, lines: dict[str, list[tuple[float, str]]])
     return {"status": "success", "data": {"resultType": "matrix", "result": result}}
 
 
+def stored_streams(request: web.Request, lines: dict[str, list[tuple[float, str]]]) -> dict[str, Any]:
+    """Loki's streams answer to a query_range over the stored lines: every service's lines in
+    the asked range."""
+    start, end = int(request.query["start"]) / NS, int(request.query["end"]) / NS
+    result = [{"stream": {"service": service}, "values": [[str(int(at * NS)), text] for at, text in stored
+                                                          if start <= at <= end]}
+              for service, stored in lines.items()]  # fmt: skip
+    return {"status": "success", "data": {"resultType": "streams", "result": result}}
+
+
 def counting_loki() -> StandIn:
     """A Loki stand-in holding `_stored_lines` that answers count queries over them."""
     lines = _stored_lines()
@@ -200,11 +210,7 @@ def test_a_read_of_a_service_loki_holds_no_line_of_costs_nothing() -> None:
         return web.json_response({"status": "success", "data": held})
 
     async def query_range(request: web.Request) -> web.Response:
-        start, end = int(request.query["start"]) / NS, int(request.query["end"]) / NS
-        result = [{"stream": {"service": service}, "values": [[str(int(at * NS)), text] for at, text in stored
-                                                              if start <= at <= end]}
-                  for service, stored in lines.items()]  # fmt: skip
-        return web.json_response({"status": "success", "data": {"resultType": "streams", "result": result}})
+        return web.json_response(stored_streams(request, lines))
 
     async def go() -> None:
         stand_in = StandIn({"/loki/api/v1/label/service/values": values, "/loki/api/v1/query_range": query_range})
@@ -232,11 +238,7 @@ def test_a_loki_that_cannot_count_still_gets_its_glance_from_lines() -> None:
     async def query_range(request: web.Request) -> web.Response:
         if request.query["query"].startswith("sum by"):
             return web.json_response({"status": "error", "error": "metric queries are disabled"}, status=400)
-        start, end = int(request.query["start"]) / NS, int(request.query["end"]) / NS
-        result = [{"stream": {"service": service}, "values": [[str(int(at * NS)), text] for at, text in stored
-                                                              if start <= at <= end]}
-                  for service, stored in lines.items()]  # fmt: skip
-        return web.json_response({"status": "success", "data": {"resultType": "streams", "result": result}})
+        return web.json_response(stored_streams(request, lines))
 
     async def go() -> None:
         async with StandIn({"/loki/api/v1/query_range": query_range}) as url:
