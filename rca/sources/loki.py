@@ -42,14 +42,14 @@ class LokiLogs:
         return f'{{{self.label}=~"{services_regex(services)}"}}'
 
     async def entities(self) -> tuple[str, ...]:
-        async with http.session(self.timeout) as client:
-            data = await self._get(client, f"/loki/api/v1/label/{self.label}/values", {}, what="label values")
-        return tuple(sorted(str(v) for v in data or [] if isinstance(v, str)))
+        return await self._label_values({})
 
     async def services(self, window: Window) -> tuple[str, ...]:
         """The services with lines in the window, from the label's values over it: no line is
         returned."""
-        params = {"start": str(int(window.start * 1e9)), "end": str(int(window.end * 1e9))}
+        return await self._label_values({"start": str(int(window.start * 1e9)), "end": str(int(window.end * 1e9))})
+
+    async def _label_values(self, params: dict[str, str]) -> tuple[str, ...]:
         async with http.session(self.timeout) as client:
             data = await self._get(client, f"/loki/api/v1/label/{self.label}/values", params, what="label values")
         return tuple(sorted(str(v) for v in data or [] if isinstance(v, str)))
