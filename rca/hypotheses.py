@@ -30,6 +30,7 @@ from rca.rules.comovement import weigh_comovement
 from rca.rules.dominance import lift_dominant
 from rca.rules.endpoints import discount_endpoints
 from rca.rules.footprint import fold_memory_into_cpu
+from rca.rules.kpi import drop_kpis
 from rca.rules.reach import discount_unreachable
 from rca.rules.timing import Reference, reference, weight
 from rca.rules.victims import VictimTerms, explaining_callee, victim_share
@@ -273,6 +274,8 @@ def _shows(sig: _Signals, fault: FaultType) -> bool:
 
 def _apply_rules(values: dict[str, float], board: Board, cfg: ScoringConfig) -> dict[str, tuple[float, str]]:
     """The value rules, in order; each service's value and why it has it."""
+    if cfg.on("kpi"):
+        values = drop_kpis(values, board)
     if cfg.on("comovement"):
         values = weigh_comovement(values, board, floor=cfg.comove_floor)
     if cfg.on("reach"):

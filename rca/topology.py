@@ -8,6 +8,14 @@ from collections.abc import Iterable
 import networkx as nx
 
 ONSET_TOLERANCE = 60.0  # seconds of clock skew and sampling forgiven between a cause and its effect
+# A node attribute: the node is a KPI measured in front of the services (an entry's success rate
+# and latency), drawn as a caller of the services it measures, not a workload of its own.
+KPI = "kpi"
+
+
+def is_kpi(graph: nx.DiGraph, node: str) -> bool:
+    """Whether the call graph marks `node` as a KPI in front of the services."""
+    return node in graph and bool(graph.nodes[node].get(KPI, False))
 
 
 def in_causal_order(onset_cause: float | None, onset_effect: float | None) -> bool:

@@ -49,6 +49,7 @@ from rca.sources.files import csv_files, read_csv, service_of_pod
 from rca.sources.memory import InMemoryLogs, InMemoryMetrics, InMemoryTraces, topology_from_spans
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 from rca.timestamps import parse_timestamp
+from rca.topology import KPI
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")  # what one minute file reads into: log lines or a span table
@@ -417,6 +418,7 @@ class _FolderTopology:
                     graph.add_edge(a, b, calls=calls + (graph[a][b]["calls"] if graph.has_edge(a, b) else 0))
                 roots.update(r)
             for kpi in self._kpi:  # entry KPIs are measured in front of the root services
+                graph.add_node(kpi, **{KPI: True})
                 for root in roots:
                     graph.add_edge(kpi, root, calls=roots[root])
             self._graph = graph

@@ -1,7 +1,15 @@
 """The scoring rules read directly, apart from the scoring around them."""
 
-from rca.hypotheses import ScoringConfig
+from dataclasses import replace
+
+import networkx as nx
+
+from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.hypotheses import ScoringConfig, score_hypotheses
+from rca.model import Modality, Window
 from rca.rules.background import keep_what_stands_out
+from rca.signals import Signal
+from rca.topology import KPI
 
 
 def test_a_signal_in_most_services_is_background_and_in_one_it_is_not() -> None:
@@ -12,3 +20,24 @@ def test_a_signal_in_most_services_is_background_and_in_one_it_is_not() -> None:
     one = {"a": {"cpu": 0.9}, "b": {"lat": 0.5}}
     keep_what_stands_out(one, quantile, population=5)  # each signal in one service of five: nothing is background
     assert one["a"]["cpu"] == 0.9 and one["b"]["lat"] == 0.5
+
+
+def test_a_kpi_in_front_of_the_services_is_never_a_cause_and_the_rule_can_be_switched_off() -> None:
+    graph = nx.DiGraph([("entry", "a"), ("a", "b")] + [("a", f"quiet-{k}") for k in range(6)])
+    graph.nodes["entry"][KPI] = True
+    evidence = [
+        Evidence(EvidenceId("ev-1"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, "entry", "error_rate", 90.0,
+                 Signal.ERRORS, "q", "d", 500.0, direction=1),
+        Evidence(EvidenceId("ev-2"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, "b", "cpu", 40.0, Signal.CPU,
+                 "q", "d", 500.0, direction=1),
+    ]  # fmt: skip
+    on = [h.service for h in score_hypotheses(evidence, graph=graph, window=Window(0.0, 1000.0), symptom="entry")]
+    off = [h.service for h in score_hypotheses(evidence, graph=graph, window=Window(0.0, 1000.0), symptom="entry",
+                                               config=ScoringConfig(off=frozenset({"kpi"})))]  # fmt: skip
+    assert on == ["b"]  # the KPI's errors show where the incident is seen, not who caused it
+    assert "entry" in off and "b" in off
+    unmarked = nx.relabel_nodes(graph, {"entry": "front"})
+    unmarked.nodes["front"].clear()  # a graph that marks no KPI (a live one): the symptom may be its own cause
+    moved = [replace(ev, entity="front") if ev.entity == "entry" else ev for ev in evidence]
+    assert "front" in [h.service for h in score_hypotheses(moved, graph=unmarked, window=Window(0.0, 1000.0),
+                                                           symptom="front")]  # fmt: skip

@@ -13,6 +13,7 @@ from rca.sources.files import service_of_pod
 from rca.sources.nezha import load_nezha, parse_log_line, read_logs, read_metrics, read_spans
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 from rca.timestamps import parse_timestamp
+from rca.topology import is_kpi
 
 DAY = "2023-01-29"
 INJECT = parse_timestamp("2023-01-29T13:31:54Z")
@@ -99,6 +100,7 @@ def test_spans_and_topology(nezha_slice: Path) -> None:
     assert graph.number_of_nodes() > 20
     assert "ts-contacts-service" in graph
     assert any(graph.has_edge("Frontend", r.entity) for r in roots)
+    assert is_kpi(graph, "Frontend") and not is_kpi(graph, "ts-contacts-service")  # the entry KPI, not a workload
 
 
 def test_sources_cut_to_the_window(nezha_slice: Path) -> None:
