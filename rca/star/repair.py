@@ -111,11 +111,17 @@ async def apply_patch(patch: Patch, trace: Trace, ctx: RepairContext) -> Trace:
 
 def critic(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
            remembered: Sequence[RepairRecord] = ()) -> list[Patch]:  # fmt: skip
-    """K patch candidates for a stage: remembered templates first, then the stage's own order."""
+    """K patch candidates for a stage: the operator for a violated requirement first (it is
+    what keeps the trace from acceptance, whatever else scores), then remembered templates,
+    then the stage's own order."""
     violated = {c.name for c in verdict.criteria if c.stage == stage and c.score < 1.0}  # every shortfall
+    required = {c.name for c in verdict.criteria if c.stage == stage and c.necessary and c.violated}
     proposals = _CRITICS[stage](trace, ctx, violated)
     liked = [r.patch for r in remembered if r.stage == stage]
     proposals.sort(key=lambda p: liked.index(p.name) if p.name in liked else len(liked))
+    if required:
+        lead = _CRITICS[stage](trace, ctx, required)[0].name
+        proposals.sort(key=lambda p: p.name != lead)
     return proposals[:k]
 
 

@@ -183,3 +183,18 @@ def test_a_modality_left_unread_is_read_first(setup: tuple[Trace, RepairContext]
     assert menu[0] == "rebalance_modalities" and menu.count("rebalance_modalities") == 1
     repaired = _run(dropped, ctx, RepairConfig(tau=audit(trace, ctx.audit).score - 1e-6, epsilon=0.01))
     assert repaired.decisive_stage == "evidence_package"
+
+
+def test_a_violated_requirement_is_patched_first(setup: tuple[Trace, RepairContext]) -> None:
+    """Leads never examined is a requirement: however the other shortfalls of the evidence
+    stage rank in its critic's own order, the fast path's one patch is the one that reads them."""
+    from rca.star.repair import critic
+
+    trace, ctx = setup
+    broken = VIOLATIONS["leads_examined"](VIOLATIONS["onset_covered"](_clean(trace, ctx.audit), ctx.audit), ctx.audit)
+    verdict = audit(broken, ctx.audit)
+    shortfalls = {c.name for c in verdict.criteria if c.stage == "evidence_package" and c.score < 1.0}
+    assert {"onset_covered", "leads_examined"} <= shortfalls  # the critic's own order puts the window first
+    assert [p.name for p in critic("evidence_package", broken, ctx, verdict, 4)][0] == "examine_leads"
+    soft = replace(verdict, criteria=tuple(replace(c, necessary=False) for c in verdict.criteria))
+    assert [p.name for p in critic("evidence_package", broken, ctx, soft, 4)][0] == "widen_window"
