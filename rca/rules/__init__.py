@@ -26,8 +26,8 @@ RULES: tuple[Rule, ...] = (
     Rule("background", "A signal that moved in most services at once is background: what points at a service "
                        "is how far it stands above the others."),  # fmt: skip
     Rule("footprint", "Memory that rose with the CPU, not before it, is the CPU fault's footprint."),
-    Rule("comovement", "A cause's metrics move with the symptom's."),
     Rule("kpi", "A KPI measured in front of the services is where an incident shows, not what caused it."),
+    Rule("comovement", "A cause's metrics move with the symptom's."),
     Rule("reach", "A service the symptom does not call, even indirectly, cannot have caused it."),
     Rule("endpoints", "An endpoint seen only from its callers' side that moves with a sibling callee is that "
                       "sibling seen through a proxy."),  # fmt: skip
