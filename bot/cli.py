@@ -213,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     except RcaError as exc:
         print(f"rcabot: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader (head, less) stopped reading: what it wanted was printed
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        return 0
     except KeyboardInterrupt:
         print("rcabot: interrupted", file=sys.stderr)
         return 130

@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -180,3 +182,13 @@ def test_eval_star_honest_reports_every_family_and_writes_each_variant(
     clean = [v for v in doc["variants"] if v["family"] == "clean"]
     assert all(v["route"] == "accept" for v in clean)  # a harmless rewrite raises no alarm
     assert all(0.0 <= v["trust"] <= 1.0 for v in doc["variants"])
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly() -> None:
+    """`rcabot rules | head -1`: the pipe closed before the output is written is no error."""
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "rules"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command has printed anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err
