@@ -222,8 +222,12 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
         except InsufficientEvidenceException:
             insufficient = True
         if route is Route.FAST or not config.counterfactual:
+            # the stage of a violated requirement (what keeps the trace from acceptance), else
+            # the most severe one
+            required = [c.stage for c in verdict.criteria if c.necessary and c.violated]
             blamed = verdict.blamed
-            stage = "evidence_package" if blamed is None else blamed.stage
+            stage = (min(required, key=STAGES.index) if required
+                     else "evidence_package" if blamed is None else blamed.stage)  # fmt: skip
             patch = (await propose_patches(stage, current, ctx, verdict, 1, remembered))[0]
             candidate = await apply_patch(patch, current, ctx)
             replays += 1

@@ -6,7 +6,9 @@ itself:
 
 - `independent_lead`: the evidence of this incident re-scored by its raw deviation alone
   (each item's robust score, no fault recipes, no call-graph rules): where does that put
-  the blamed service? 1 / its rank.
+  the blamed service? 1 / its rank. A blamed service with no anomaly of this incident at all
+  (everything it shows ran at another time, rca.rules.timing) violates a requirement: the
+  trace is not accepted, however well it is made.
 - `began_first`: did the blamed service's anomaly in this incident begin no later than
   those of the rival hypotheses?
 - `support`: how far the telemetry backs the verdict: the support its own evidence gives
@@ -77,8 +79,10 @@ def independent_lead(trace: Trace, mine: Sequence[Evidence]) -> Criterion:
     top = trace.hypotheses[0].service
     scores = rescored(mine)
     rank = rank_in(scores, top)
-    if rank is None:
-        return Criterion(HYPOTHESES, "independent_lead", 0.0, 1.0, f"{top} has no evidence of this incident")
+    if rank is None:  # a requirement: what it shows ran at another time, so it may answer another incident
+        return Criterion(HYPOTHESES, "independent_lead", 0.0, 1.0,
+                         f"{top} shows no anomaly of the incident asked about: all of its evidence ran at another time",
+                         (trace.hypotheses[0].id,), necessary=True)  # fmt: skip
     if rank == 1:
         return Criterion(HYPOTHESES, "independent_lead", 1.0, 1.0,
                          f"re-scored without the rules, {top}'s telemetry still deviates most")  # fmt: skip

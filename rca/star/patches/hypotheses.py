@@ -67,7 +67,18 @@ async def retype(trace: Trace, ctx: RepairContext) -> Trace:
     return replace(trace, hypotheses=(replace(top, fault_type=mine.fault_type, evidence=mine.evidence), *rest))
 
 
+async def rescore(trace: Trace, ctx: RepairContext) -> Trace:
+    """Read the leader's service again (an anomaly of this incident may not have been read),
+    then rank the hypotheses again by what the package's evidence supports: a leader that
+    still shows no anomaly of this incident goes where its evidence puts it."""
+    if trace.hypotheses and ctx.recollect is not None:
+        trace = await ctx.recollect(trace, (trace.hypotheses[0].service,), 0.0)
+    fresh = hypothesis_set(trace.evidence_package, graph=ctx.audit.graph, symptom=trace.symptom)
+    return replace(trace, hypotheses=tuple(fresh)) if fresh else trace
+
+
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
     table = {"grounded": ("bind_evidence", bind_evidence), "not_collapsed": ("add_counter_hypotheses", add_counter_hypotheses),
-             "layer_consistent": ("separate_layers", separate_layers), "type_carried": ("retype", retype)}  # fmt: skip
+             "layer_consistent": ("separate_layers", separate_layers), "type_carried": ("retype", retype),
+             "independent_lead": ("rescore", rescore)}  # fmt: skip
     return by_violation(STAGE, table, violated)

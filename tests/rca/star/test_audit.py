@@ -281,3 +281,25 @@ def test_support_does_not_depend_on_names_or_the_clock(real: tuple[Trace, AuditC
     assert after.support == before.support
     pick = {"independent_lead", "began_first"}
     assert [c.score for c in after.criteria if c.name in pick] == [c.score for c in before.criteria if c.name in pick]
+
+
+def _all_over(t: Trace) -> Trace:
+    """Every anomaly the blamed service shows ended half an hour before the window's close,
+    while the runner-up's goes on: the blamed one answers another incident."""
+    ep = t.evidence_package
+    top, rival = t.hypotheses[0].service, t.hypotheses[1].service
+    over, going = ep.window.end - 1800, ep.window.end - 300
+    ev = tuple(replace(e, onset=over - 300, until=over) if e.entity == top
+               else replace(e, onset=going, until=None, under_way=False) if e.entity == rival else e
+               for e in ep.evidence)  # fmt: skip
+    return replace(t, evidence_package=replace(ep, evidence=ev))
+
+
+def test_a_leader_with_no_anomaly_of_this_incident_is_never_accepted(real: tuple[Trace, AuditContext]) -> None:
+    trace, ctx = real
+    clean = audit(_clean(trace, ctx), ctx)
+    assert not next(c for c in clean.criteria if c.name == "independent_lead").necessary
+    verdict = audit(_all_over(_clean(trace, ctx)), ctx, StarConfig(tau=0.0))  # accepted on its form alone
+    lead = next(c for c in verdict.criteria if c.name == "independent_lead")
+    assert lead.necessary and lead.violated and "another time" in lead.explanation
+    assert verdict.route is not Route.ACCEPT and verdict.trust == 0.0

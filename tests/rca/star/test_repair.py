@@ -9,7 +9,7 @@ import pytest
 from rca.engines import build_engine
 from rca.evaluation.faults import window_misses_onset
 from rca.sources.datasets import find_cases
-from rca.star.audit import audit
+from rca.star.audit import Route, audit
 from rca.star.context import audit_context
 from rca.star.memory import InMemoryRepairMemory, Pattern, RepairRecord
 from rca.star.patches import RepairContext
@@ -198,3 +198,21 @@ def test_a_violated_requirement_is_patched_first(setup: tuple[Trace, RepairConte
     assert [p.name for p in critic("evidence_package", broken, ctx, verdict, 4)][0] == "examine_leads"
     soft = replace(verdict, criteria=tuple(replace(c, necessary=False) for c in verdict.criteria))
     assert [p.name for p in critic("evidence_package", broken, ctx, soft, 4)][0] == "widen_window"
+
+
+def test_a_leader_with_no_anomaly_of_this_incident_is_ranked_again_on_the_fast_path(
+        setup: tuple[Trace, RepairContext]) -> None:  # fmt: skip
+    """The requirement's stage is patched, whatever stage is most severe: the hypotheses are
+    ranked again by the evidence, and the service whose anomaly goes on leads."""
+    from tests.rca.star.test_audit import _all_over, _contradicting, _overconfident, _useless_tests
+
+    trace, ctx = setup
+    broken = _all_over(_clean(trace, ctx.audit))
+    for spoil in (_overconfident, _contradicting, _useless_tests):  # the report is the most severe stage
+        broken = spoil(broken, ctx.audit)
+    verdict = audit(broken, ctx.audit)
+    assert verdict.route is not Route.ACCEPT and verdict.blamed is not None
+    assert verdict.blamed.stage == "decision_report"
+    result = _run(broken, ctx, RepairConfig(rounds=1))
+    assert result.steps and result.steps[0].stage == "hypothesis_set" and result.steps[0].patch == "rescore"
+    assert result.trace.hypotheses[0].service != broken.hypotheses[0].service
