@@ -202,8 +202,8 @@ def test_a_violated_requirement_is_patched_first(setup: tuple[Trace, RepairConte
 
 def test_a_leader_with_no_anomaly_of_this_incident_is_ranked_again_on_the_fast_path(
         setup: tuple[Trace, RepairContext]) -> None:  # fmt: skip
-    """The requirement's stage is patched, whatever stage is most severe: the hypotheses are
-    ranked again by the evidence, and the service whose anomaly goes on leads."""
+    """The requirement's stage is patched, whatever stage is most severe: the leader's service
+    is read again, then the hypotheses are ranked again by the evidence."""
     from tests.rca.star.test_audit import _all_over, _contradicting, _overconfident, _useless_tests
 
     trace, ctx = setup
@@ -215,4 +215,10 @@ def test_a_leader_with_no_anomaly_of_this_incident_is_ranked_again_on_the_fast_p
     assert verdict.blamed.stage == "decision_report"
     result = _run(broken, ctx, RepairConfig(rounds=1))
     assert result.steps and result.steps[0].stage == "hypothesis_set" and result.steps[0].patch == "rescore"
-    assert result.trace.hypotheses[0].service != broken.hypotheses[0].service
+    # read again, the leader's telemetry shows this incident's anomaly (its evidence was only
+    # made to look over): it keeps its place, and the requirement holds
+    lead = next(c for c in result.after.criteria if c.name == "independent_lead")
+    assert result.trace.hypotheses[0].service == broken.hypotheses[0].service and not lead.necessary
+    # with nothing to read again, the ranking by the evidence it has puts the rival first
+    unread = _run(broken, replace(ctx, recollect=None), RepairConfig(rounds=1))
+    assert unread.steps[0].patch == "rescore" and unread.trace.hypotheses[0].service != broken.hypotheses[0].service
