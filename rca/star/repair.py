@@ -119,9 +119,8 @@ def critic(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
     proposals = _CRITICS[stage](trace, ctx, violated)
     liked = [r.patch for r in remembered if r.stage == stage]
     proposals.sort(key=lambda p: liked.index(p.name) if p.name in liked else len(liked))
-    if required:
-        lead = _CRITICS[stage](trace, ctx, required)[0].name
-        proposals.sort(key=lambda p: p.name != lead)
+    if required and (first := _CRITICS[stage](trace, ctx, required)):
+        proposals.sort(key=lambda p: p.name != first[0].name)
     return proposals[:k]
 
 

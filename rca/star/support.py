@@ -81,7 +81,7 @@ def independent_lead(trace: Trace, mine: Sequence[Evidence]) -> Criterion:
     rank = rank_in(scores, top)
     if rank is None:  # a requirement: what it shows ran at another time, so it may answer another incident
         return Criterion(HYPOTHESES, "independent_lead", 0.0, 1.0,
-                         f"{top} shows no anomaly of the incident asked about: all of its evidence ran at another time",
+                         f"{top} shows no anomaly of the incident asked about: what it shows ran at another time",
                          (trace.hypotheses[0].id,), necessary=True)  # fmt: skip
     if rank == 1:
         return Criterion(HYPOTHESES, "independent_lead", 1.0, 1.0,
