@@ -201,7 +201,7 @@ def _audit_line(a: Audit) -> str:
         return f"✅ Reasoning checked: OK (score {a.score:.2f} of 1, telemetry support {a.support:.0%}){weak}"
     stage = blamed.stage.replace("_", " ") if blamed is not None else "no single stage"
     why = plain(clip(blamed.violations[0].explanation, 200)) if blamed is not None and blamed.violations else ""
-    unmet = next((c for c in a.criteria if c.necessary and c.violated), None)
+    unmet = next((c for c in a.criteria if c.unmet), None)
     if unmet is not None:  # a requirement no score makes up for: name it, not the stage that scored worst
         stage = unmet.stage.replace("_", " ")
         why = f"{unmet.name.replace('_', ' ')}: {plain(clip(unmet.explanation, 200))}"

@@ -119,16 +119,25 @@ def analysis_structure(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], 
     A step of the path becomes a causal link only where the telemetry supports it: the callee
     (the cause side) has evidence, and its anomaly did not begin after its caller's.
     """
-    return tuple(chain_along(ep, h, _call_path(graph, symptom, h.service)) for h in hypotheses[:top])
+    index = _onsets_and_cites(ep)
+    return tuple(_chain(h, _call_path(graph, symptom, h.service), *index) for h in hypotheses[:top])
 
 
 def chain_along(ep: EvidencePackage, h: Hypothesis, path: list[str]) -> Chain:
     """The causal chain of a hypothesis along one call path (symptom first, its root last):
     a link for each step whose callee has evidence and did not start after its caller."""
-    onsets = earliest_onsets(ep.evidence)
+    return _chain(h, path, *_onsets_and_cites(ep))
+
+
+def _onsets_and_cites(ep: EvidencePackage) -> tuple[dict[str, float], dict[str, list[EvidenceId]]]:
+    """Per entity, when its anomaly began and the ids of its evidence."""
     cites: dict[str, list[EvidenceId]] = {}
     for ev in ep.evidence:
         cites.setdefault(ev.entity, []).append(ev.id)
+    return earliest_onsets(ep.evidence), cites
+
+
+def _chain(h: Hypothesis, path: list[str], onsets: dict[str, float], cites: dict[str, list[EvidenceId]]) -> Chain:
     links = []
     for i, (callee, caller) in enumerate(itertools.pairwise(path[::-1])):
         if not cites.get(callee) or not in_causal_order(onsets.get(callee), onsets.get(caller)):

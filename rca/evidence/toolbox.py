@@ -42,6 +42,7 @@ from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import (
     LineCountSource,
     LogQuery,
+    LogSource,
     MetricQuery,
     ServiceListSource,
     SpanQuery,
@@ -155,6 +156,7 @@ class Toolbox:
         self._read_spans: tuple[Sequence[Span], Sequence[Span]] | None = None
         self._traced: frozenset[str] | None = None  # the services the trace backend has spans of
         self._logged: frozenset[str] | None = None  # the services with log lines in the window, once known
+        self._lines_of: frozenset[str] = frozenset()  # the services the window's log lines read came from
         self._graph: nx.DiGraph | None = None
         self.missing: list[str] = list(incident.missing())
         self.failed: set[str] = set()  # modalities whose backend failed while reading
@@ -205,13 +207,13 @@ class Toolbox:
             return self._logged is None or entity in self._logged
         return True
 
-    async def _services_logged(self, src: object) -> frozenset[str] | None:
+    async def _services_logged(self, src: LogSource) -> frozenset[str] | None:
         """The services with lines in the window: as a backend that can list them says (no
         line read), else from the lines of the window (a recorded source holds them anyway);
         None where the backend cannot say (every read is then charged)."""
         if not isinstance(src, ServiceListSource):
             await self._log_index()
-            return self._logged or frozenset()
+            return self._lines_of
         try:
             async with asyncio.timeout(READ_TIMEOUT):
                 return frozenset(await src.services(self.incident.window))
@@ -358,7 +360,7 @@ class Toolbox:
                     self._say_if_empty("logs", now_records)
                     if now_records:  # a window without a single line read lacks logs; it is not a silent system
                         self._logs = await self._index_logs(now_records)
-                        self._logged = frozenset(r.entity for r in now_records)
+                        self._lines_of = frozenset(r.entity for r in now_records)
             return self._logs
 
     async def _index_logs(self, now_records: list[LogRecord]) -> dict[str, list[TemplateShift]]:

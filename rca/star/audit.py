@@ -93,7 +93,7 @@ def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) ->
     lead = next(c for c in criteria if c.name == "independent_lead")
     examined = next(c for c in criteria if c.name == "leads_examined")
     way = route(score, config)
-    if way is Route.ACCEPT and any(c.necessary and c.violated for c in criteria):
+    if way is Route.ACCEPT and any(c.unmet for c in criteria):
         way = Route.FAST  # a requirement no average makes up for: repair it
     return Audit(score, way, tuple(stages), criteria, support.support(trace, lead, examined))
 

@@ -28,6 +28,11 @@ class Criterion:
     def violated(self) -> bool:
         return self.score < VIOLATION_BELOW
 
+    @property
+    def unmet(self) -> bool:
+        """A requirement that is violated: the trace is not accepted, whatever it scores."""
+        return self.necessary and self.violated
+
 
 @dataclass(frozen=True, slots=True)
 class AuditContext:

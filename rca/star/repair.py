@@ -115,7 +115,7 @@ def critic(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
     what keeps the trace from acceptance, whatever else scores), then remembered templates,
     then the stage's own order."""
     violated = {c.name for c in verdict.criteria if c.stage == stage and c.score < 1.0}  # every shortfall
-    required = {c.name for c in verdict.criteria if c.stage == stage and c.necessary and c.violated}
+    required = {c.name for c in verdict.criteria if c.stage == stage and c.unmet}
     proposals = _CRITICS[stage](trace, ctx, violated)
     liked = [r.patch for r in remembered if r.stage == stage]
     proposals.sort(key=lambda p: liked.index(p.name) if p.name in liked else len(liked))
@@ -223,7 +223,7 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
         if route is Route.FAST or not config.counterfactual:
             # the stage of a violated requirement (what keeps the trace from acceptance), else
             # the most severe one
-            required = [c.stage for c in verdict.criteria if c.necessary and c.violated]
+            required = [c.stage for c in verdict.criteria if c.unmet]
             blamed = verdict.blamed
             stage = (min(required, key=STAGES.index) if required
                      else "evidence_package" if blamed is None else blamed.stage)  # fmt: skip
