@@ -92,10 +92,11 @@ def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) ->
         stages.append(StageDiagnostic(stage, stage_score, 1.0 - stage_score, tuple(c for c in mine if c.violated)))
     lead = next(c for c in criteria if c.name == "independent_lead")
     examined = next(c for c in criteria if c.name == "leads_examined")
+    source = next(c for c in criteria if c.name == "seen_at_source")
     way = route(score, config)
     if way is Route.ACCEPT and any(c.unmet for c in criteria):
         way = Route.FAST  # a requirement no average makes up for: repair it
-    return Audit(score, way, tuple(stages), criteria, support.support(trace, lead, examined))
+    return Audit(score, way, tuple(stages), criteria, support.support(trace, lead, examined, source))
 
 
 def route(score: float, config: StarConfig) -> Route:

@@ -11,9 +11,13 @@ itself:
   trace is not accepted, however well it is made.
 - `began_first`: did the blamed service's anomaly in this incident begin no later than
   those of the rival hypotheses?
+- `seen_at_source`: is the blamed mechanism seen in the modality that shows it at its
+  source (a delay in timed calls, not only in the service's latency percentiles)? 1 / the
+  rank of the best modality that carried it.
 - `support`: how far the telemetry backs the verdict: the support its own evidence gives
   the leading answer (its value, tempered by its lead) times `independent_lead`'s score,
-  times the share of the telemetry's own leads that the package examined. The audit's
+  times the share of the telemetry's own leads that the package examined, times
+  `seen_at_source`'s score. The audit's
   trust in a verdict is its form score times this support; `rcabot eval --audit` measures
   how well that predicts a wrong first place.
 """
@@ -24,14 +28,14 @@ from collections.abc import Sequence
 
 from rca.evidence import Evidence
 from rca.rules.timing import reference, weight
-from rca.star.criteria import AuditContext, Criterion, leading
+from rca.star.criteria import MECHANISM_MODALITIES, AuditContext, Criterion, leading
 from rca.star.report import sufficiency
 from rca.topology import ONSET_TOLERANCE
 from rca.trace import Trace
 
 HYPOTHESES = "hypothesis_set"
 ANALYSIS = "analysis_structure"
-CHECKS = ("independent_lead", "began_first")  # the criteria that re-read the telemetry
+CHECKS = ("independent_lead", "began_first", "seen_at_source")  # the criteria that re-read the telemetry
 
 
 def current(trace: Trace) -> list[Evidence]:
@@ -60,15 +64,16 @@ def rank_in(scores: dict[str, float], entity: str) -> int | None:
 
 def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
     mine = current(trace)
-    return [independent_lead(trace, mine), began_first(trace, mine)]
+    return [independent_lead(trace, mine), began_first(trace, mine), seen_at_source(trace)]
 
 
-def support(trace: Trace, lead: Criterion, examined: Criterion) -> float:
+def support(trace: Trace, lead: Criterion, examined: Criterion, source: Criterion) -> float:
     """How far the telemetry backs the verdict, in [0, 1]: the decision's evidence support,
     times `independent_lead`'s 1 / rank, times the share of the entities the telemetry flags
     most that the evidence package examined (rca.star.package.leads_examined): a lead never
-    looked at cannot have been ruled out, however well the rest backs the answer."""
-    return round(sufficiency(trace) * lead.score * examined.score, 4)
+    looked at cannot have been ruled out, however well the rest backs the answer; times
+    `seen_at_source`'s 1 / rank of the modality that carried the blamed mechanism."""
+    return round(sufficiency(trace) * lead.score * examined.score * source.score, 4)
 
 
 def independent_lead(trace: Trace, mine: Sequence[Evidence]) -> Criterion:
@@ -110,3 +115,26 @@ def began_first(trace: Trace, mine: Sequence[Evidence]) -> Criterion:
         return Criterion(ANALYSIS, "began_first", 1.0, 1.0, f"{top}'s anomaly began first among the leading hypotheses")
     return Criterion(ANALYSIS, "began_first", 0.0, 1.0,
                      f"{', '.join(earlier)} began before {top}: the blamed anomaly may be an effect", tuple(earlier))  # fmt: skip
+
+
+def seen_at_source(trace: Trace) -> Criterion:
+    """The blamed mechanism is seen in the modality that shows it at its source: 1 / the rank,
+    among the modalities that show that mechanism (rca.star.criteria.MECHANISM_MODALITIES,
+    the one at its source first), of the best one the blamed service's cited evidence comes
+    from. A delay seen only in a service's latency percentiles, not in its timed calls, may be
+    the slowness of anything it waits on. Where its evidence comes from none of them the type
+    itself is in question, which `type_carried` judges: 1 here."""
+    if not trace.hypotheses:
+        return Criterion(HYPOTHESES, "seen_at_source", 1.0, 1.0, "no hypothesis to check")
+    top = trace.hypotheses[0]
+    shows = MECHANISM_MODALITIES.get(top.fault_type, ())
+    by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
+    carried = {by_id[i].modality.value for i in top.evidence if i in by_id}
+    ranks = [k for k, m in enumerate(shows) if m in carried]
+    if not ranks or ranks[0] == 0:
+        return Criterion(HYPOTHESES, "seen_at_source", 1.0, 1.0,
+                         f"{top.fault_type.value} at {top.service} is seen where it shows at its source"
+                         if ranks else f"no evidence of {top.service} in a modality that shows {top.fault_type.value}")  # fmt: skip
+    return Criterion(HYPOTHESES, "seen_at_source", 1.0 / (ranks[0] + 1), 1.0,
+                     f"{top.fault_type.value} at {top.service} is seen only in its {shows[ranks[0]]}, not in its "
+                     f"{' or '.join(shows[:ranks[0]])}, which show it at its source", (top.id,))  # fmt: skip

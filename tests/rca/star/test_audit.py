@@ -11,7 +11,7 @@ import pytest
 from bot.cli import main
 from rca.engines import build_engine
 from rca.evidence import EvidenceId
-from rca.model import FaultType, Window
+from rca.model import FaultType, Modality, Window
 from rca.sources.datasets import find_cases
 from rca.star.audit import Route, StarConfig, audit, route
 from rca.star.context import audit_context
@@ -61,7 +61,7 @@ def test_a_clean_trace_is_accepted_with_no_violation(real: tuple[Trace, AuditCon
     "name",
     ["onset_covered", "modality_fit", "scope_neighbours", "grounded", "not_collapsed", "covers_evidence", "layer_consistent",
      "reachable", "cause_before_effect", "links_supported", "calibrated", "agrees_with_analysis",
-     "tests_discriminative", "sources_read", "leads_examined", "independent_lead", "began_first"],
+     "tests_discriminative", "sources_read", "leads_examined", "independent_lead", "began_first", "seen_at_source"],
 )  # fmt: skip
 def test_each_criterion_sees_its_violation(real: tuple[Trace, AuditContext], name: str) -> None:
     trace, ctx = real
@@ -184,13 +184,28 @@ def _rival_first(t: Trace, ctx: AuditContext) -> Trace:
     return replace(t, evidence_package=replace(ep, evidence=ev))
 
 
+def _delay_in(t: Trace, modality: Modality) -> Trace:
+    """The leader blamed for a network delay, everything it cites read from one modality."""
+    ep = t.evidence_package
+    top = t.hypotheses[0]
+    cited = set(top.evidence)
+    ev = tuple(replace(e, modality=modality) if e.id in cited else e for e in ep.evidence)
+    hyps = (replace(top, fault_type=FaultType.NETWORK_DELAY), *t.hypotheses[1:])
+    return replace(t, evidence_package=replace(ep, evidence=ev), hypotheses=hyps)
+
+
+def _seen_secondhand(t: Trace, ctx: AuditContext) -> Trace:
+    """A delay seen only in the blamed service's metrics, none in its timed calls."""
+    return _delay_in(t, Modality.METRICS)
+
+
 VIOLATIONS = {
     "onset_covered": _onset_at_start, "modality_fit": _drop_modality, "scope_neighbours": _victims_only,
     "grounded": _ungrounded, "not_collapsed": _collapsed, "covers_evidence": _leader_dropped, "layer_consistent": _host_only,
     "reachable": _unreachable, "cause_before_effect": _reversed, "links_supported": _unsupported,
     "calibrated": _overconfident, "agrees_with_analysis": _contradicting, "tests_discriminative": _useless_tests,
     "sources_read": _backend_failed, "leads_examined": _leads_unseen,
-    "independent_lead": _outshone, "began_first": _rival_first,
+    "independent_lead": _outshone, "began_first": _rival_first, "seen_at_source": _seen_secondhand,
 }  # fmt: skip
 
 
@@ -279,7 +294,7 @@ def test_support_does_not_depend_on_names_or_the_clock(real: tuple[Trace, AuditC
     rename = {n: f"svc-{i:03d}-renamed" for i, n in enumerate(names)}
     after = audit(moved, replace(ctx, graph=graph, leads=tuple(rename.get(n, n) for n in ctx.leads)))
     assert after.support == before.support
-    pick = {"independent_lead", "began_first"}
+    pick = {"independent_lead", "began_first", "seen_at_source"}
     assert [c.score for c in after.criteria if c.name in pick] == [c.score for c in before.criteria if c.name in pick]
 
 
@@ -303,3 +318,17 @@ def test_a_leader_with_no_anomaly_of_this_incident_is_never_accepted(real: tuple
     lead = next(c for c in verdict.criteria if c.name == "independent_lead")
     assert lead.necessary and lead.violated and "another time" in lead.explanation
     assert verdict.route is not Route.ACCEPT and verdict.trust == 0.0
+
+
+def test_a_delay_seen_only_in_latency_percentiles_is_trusted_by_that_modality_rank(
+    real: tuple[Trace, AuditContext],
+) -> None:
+    """Network delay shows at its source in timed calls (spans), then in metrics: the same
+    verdict read from metrics alone has half the support it has read from spans."""
+    trace, ctx = real
+    clean = _clean(trace, ctx)
+    spans, metrics = audit(_delay_in(clean, Modality.TRACES), ctx), audit(_delay_in(clean, Modality.METRICS), ctx)
+    source = {a: next(c for c in a.criteria if c.name == "seen_at_source") for a in (spans, metrics)}
+    assert source[spans].score == 1.0 and source[metrics].score == 0.5
+    assert "only in its metrics" in source[metrics].explanation and not source[metrics].necessary
+    assert spans.support > 0 and metrics.support == pytest.approx(spans.support / 2, abs=1e-3)
