@@ -124,3 +124,21 @@ def test_a_fault_type_its_evidence_does_not_show_is_named_in_the_verdict_with_th
     payload = render.as_text(render.verdict(Verdict("inv-1", "Frontend", Window(0, 600), retyped, a))[1])
     assert a.route.value != "accept" and "type carried" in payload and "shows no sign of" in payload
     assert "Repair reasoning" in payload
+
+
+def test_a_delay_read_only_from_metrics_is_named_in_the_doubt_line() -> None:
+    """Blamed for a network delay on its latency percentiles alone (no timed call), the verdict
+    carries half the support, and the warning names the check and the modality it lacked."""
+    from bot.desk import Standing
+    from rca.model import FaultType, Modality
+
+    trace = demo_trace()
+    top, ep = trace.hypotheses[0], trace.evidence_package
+    metrics_only = replace(trace, hypotheses=(replace(top, fault_type=FaultType.NETWORK_DELAY), *trace.hypotheses[1:]),
+                           evidence_package=replace(ep, evidence=tuple(
+                               replace(e, modality=Modality.METRICS) if e.id in top.evidence else e for e in ep.evidence)))  # fmt: skip
+    a = audit(metrics_only, AuditContext(nx.DiGraph()))
+    earlier = [a.trust + 0.1 * (i + 1) for i in range(30)]
+    verdict = Verdict("inv-1", "Frontend", Window(0, 600), metrics_only, a, standing=Standing.among(a.trust, earlier))
+    warning = render.verdict(verdict)[1][1]["text"]["text"]
+    assert "may be wrong" in warning and "seen at source" in warning and "only in its metrics" in warning
