@@ -130,11 +130,13 @@ def seen_at_source(trace: Trace) -> Criterion:
     shows = MECHANISM_MODALITIES.get(top.fault_type, ())
     by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
     carried = {by_id[i].modality.value for i in top.evidence if i in by_id}
-    ranks = [k for k, m in enumerate(shows) if m in carried]
-    if not ranks or ranks[0] == 0:
+    best = next((k for k, m in enumerate(shows) if m in carried), None)
+    mechanism = f"{top.fault_type.value} at {top.service}"
+    if best is None:
         return Criterion(HYPOTHESES, "seen_at_source", 1.0, 1.0,
-                         f"{top.fault_type.value} at {top.service} is seen where it shows at its source"
-                         if ranks else f"no evidence of {top.service} in a modality that shows {top.fault_type.value}")  # fmt: skip
-    return Criterion(HYPOTHESES, "seen_at_source", 1.0 / (ranks[0] + 1), 1.0,
-                     f"{top.fault_type.value} at {top.service} is seen only in its {shows[ranks[0]]}, not in its "
-                     f"{' or '.join(shows[:ranks[0]])}, which show it at its source", (top.id,))  # fmt: skip
+                         f"no evidence of {top.service} in a modality that shows {top.fault_type.value}")  # fmt: skip
+    if best == 0:
+        return Criterion(HYPOTHESES, "seen_at_source", 1.0, 1.0, f"{mechanism} is seen where it shows at its source")
+    return Criterion(HYPOTHESES, "seen_at_source", 1.0 / (best + 1), 1.0,
+                     f"{mechanism} is seen only in its {shows[best]}, not in its {' or '.join(shows[:best])}, "
+                     "which show it at its source", (top.id,))  # fmt: skip
