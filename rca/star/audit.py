@@ -90,13 +90,12 @@ def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) ->
         weight = sum(c.weight for c in mine)
         stage_score = sum(c.weight * c.score for c in mine) / weight if weight else 1.0
         stages.append(StageDiagnostic(stage, stage_score, 1.0 - stage_score, tuple(c for c in mine if c.violated)))
-    lead = next(c for c in criteria if c.name == "independent_lead")
-    examined = next(c for c in criteria if c.name == "leads_examined")
-    source = next(c for c in criteria if c.name == "seen_at_source")
+    named = {c.name: c for c in criteria}
     way = route(score, config)
     if way is Route.ACCEPT and any(c.unmet for c in criteria):
         way = Route.FAST  # a requirement no average makes up for: repair it
-    return Audit(score, way, tuple(stages), criteria, support.support(trace, lead, examined, source))
+    backing = support.support(trace, named["independent_lead"], named["leads_examined"], named["seen_at_source"])
+    return Audit(score, way, tuple(stages), criteria, backing)
 
 
 def route(score: float, config: StarConfig) -> Route:
