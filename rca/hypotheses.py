@@ -195,6 +195,11 @@ def _add_mass(mass: list[float], score: float, w: float) -> None:
     mass[1] += w * max(score, 0.0)
 
 
+# Rule `unseen`: a part of a fault's footprint that only a missing modality could show is as
+# likely absent as present (indifference), so it counts at half the strength of the parts seen.
+# Without the rule such parts neither count nor dilute: the type is judged on what was seen alone.
+UNSEEN_SHARE = 0.5
+
 _MODALITY_OF_PART: dict[str, Modality] = {
     "exc": Modality.LOGS, "logerr": Modality.LOGS, "logdrop": Modality.LOGS, "lognew": Modality.LOGS,
     "gap": Modality.TRACES, "gap_out": Modality.TRACES, "own": Modality.TRACES,
@@ -221,10 +226,12 @@ def score_hypotheses(
         for fault, recipe in config.model.recipes.items():
             if not _shows(sig, fault):
                 continue
-            # parts whose modality the incident lacks neither count nor dilute
-            usable = [(part, w) for part, w in recipe if _MODALITY_OF_PART.get(part, Modality.METRICS) in modalities]
-            total = sum(w for _, w in usable)
-            value = sum(w * sig.get(part) for part, w in usable) / total if total else 0.0
+            seen = [(part, w) for part, w in recipe if _MODALITY_OF_PART.get(part, Modality.METRICS) in modalities]
+            shown = sum(w for _, w in seen)
+            value = sum(w * sig.get(part) for part, w in seen) / shown if shown else 0.0
+            if config.on("unseen"):  # the parts no present modality shows count at half what was seen
+                whole = sum(w for _, w in recipe)
+                value *= (shown + UNSEEN_SHARE * (whole - shown)) / whole
             if value <= 0:
                 continue
             cites = [i for part, _ in recipe for i in sig.cites.get(part, [])]

@@ -23,6 +23,8 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule("timing", "The incident asked about is the one the symptom shows: an anomaly over before it, begun "
                    "well after it alerted, or going on since before the data, belongs to another."),  # fmt: skip
+    Rule("unseen", "A part of a fault's footprint that only a missing modality could show is as likely absent "
+                   "as present: it counts at half the strength of the parts that were seen."),  # fmt: skip
     Rule("background", "A signal that moved in most services at once is background: what points at a service "
                        "is how far it stands above the others."),  # fmt: skip
     Rule("footprint", "Memory that rose with the CPU, not before it, is the CPU fault's footprint."),

@@ -41,3 +41,24 @@ def test_a_kpi_in_front_of_the_services_is_never_a_cause_and_the_rule_can_be_swi
     moved = [replace(ev, entity="front") if ev.entity == "entry" else ev for ev in evidence]
     assert "front" in [h.service for h in score_hypotheses(moved, graph=unmarked, window=Window(0.0, 1000.0),
                                                            symptom="front")]  # fmt: skip
+
+
+def test_a_part_only_a_missing_modality_could_show_counts_halfway_between_silent_and_seen() -> None:
+    graph = nx.DiGraph([("front", "a")] + [("front", f"quiet-{k}") for k in range(6)])
+    cpu = [Evidence(EvidenceId("ev-1"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, "a", "cpu_seconds", 40.0,
+                    Signal.CPU, "q", "d", 500.0, direction=1)]  # fmt: skip
+
+    def value(modalities: frozenset[Modality], config: ScoringConfig = ScoringConfig()) -> float:
+        (h,) = [h for h in score_hypotheses(cpu, graph=graph, window=Window(0.0, 1000.0), symptom="front",
+                                            modalities=modalities, config=config) if h.service == "a"]  # fmt: skip
+        return h.value
+
+    silent = value(frozenset(Modality))  # traces read and quiet: the CPU fault's slowness is not there
+    no_traces = frozenset({Modality.METRICS, Modality.LOGS})
+    unseen = value(no_traces)
+    as_seen = value(no_traces, ScoringConfig(off=frozenset({"unseen"})))  # judged on what was seen alone
+    assert silent < unseen < as_seen
+    assert abs(unseen - (silent + as_seen) / 2) < 1e-3
+    # a fault type the missing modality has no part in is judged as before
+    logs_gone = frozenset({Modality.METRICS, Modality.TRACES})
+    assert value(logs_gone) == silent
