@@ -206,6 +206,18 @@ _MODALITY_OF_PART: dict[str, Modality] = {
 }  # fmt: skip
 
 
+def _modality(part: str) -> Modality:
+    return _MODALITY_OF_PART.get(part, Modality.METRICS)
+
+
+def _unseen(recipe: Sequence[tuple[str, float]], modalities: frozenset[Modality]) -> tuple[float, tuple[str, ...]]:
+    """The share of a recipe's weight that no present modality shows, and those modalities."""
+    whole = sum(w for _, w in recipe)
+    unseen = [(part, w) for part, w in recipe if _modality(part) not in modalities]
+    missing = tuple(dict.fromkeys(_modality(part).value for part, _ in unseen))
+    return (sum(w for _, w in unseen) / whole if whole else 0.0), missing
+
+
 def score_hypotheses(
     evidence: Sequence[Evidence],
     *,
@@ -226,12 +238,11 @@ def score_hypotheses(
         for fault, recipe in config.model.recipes.items():
             if not _shows(sig, fault):
                 continue
-            seen = [(part, w) for part, w in recipe if _MODALITY_OF_PART.get(part, Modality.METRICS) in modalities]
+            seen = [(part, w) for part, w in recipe if _modality(part) in modalities]
             shown = sum(w for _, w in seen)
             value = sum(w * sig.get(part) for part, w in seen) / shown if shown else 0.0
             if config.on("unseen"):  # the parts no present modality shows count at half what was seen
-                whole = sum(w for _, w in recipe)
-                value *= (shown + UNSEEN_SHARE * (whole - shown)) / whole
+                value *= 1.0 - (1.0 - UNSEEN_SHARE) * _unseen(recipe, modalities)[0]
             if value <= 0:
                 continue
             cites = [i for part, _ in recipe for i in sig.cites.get(part, [])]
@@ -253,6 +264,9 @@ def score_hypotheses(
     out = []
     for i, (entity, (value, why)) in enumerate(ranked, start=1):
         _, fault, cites = best[entity]
+        share, missing = _unseen(config.model.recipes[fault], modalities)
+        if config.on("unseen") and share > 0 and why:
+            why = f"{why}; {share:.0%} of its {fault.value} footprint is in {' and '.join(missing)}, missing here: counted at half"
         out.append(Hypothesis(HypothesisId(f"h-{i}"), entity, fault, round(min(1.0, max(0.0, value)), 4),
                               tuple(dict.fromkeys(cites)), why))  # fmt: skip
     return out

@@ -5,7 +5,7 @@ from dataclasses import replace
 import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.hypotheses import ScoringConfig, score_hypotheses
+from rca.hypotheses import Hypothesis, ScoringConfig, score_hypotheses
 from rca.model import Modality, Window
 from rca.rules.background import keep_what_stands_out
 from rca.signals import Signal
@@ -48,10 +48,13 @@ def test_a_part_only_a_missing_modality_could_show_counts_halfway_between_silent
     cpu = [Evidence(EvidenceId("ev-1"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, "a", "cpu_seconds", 40.0,
                     Signal.CPU, "q", "d", 500.0, direction=1)]  # fmt: skip
 
-    def value(modalities: frozenset[Modality], config: ScoringConfig = ScoringConfig()) -> float:
+    def lead(modalities: frozenset[Modality], config: ScoringConfig = ScoringConfig()) -> Hypothesis:
         (h,) = [h for h in score_hypotheses(cpu, graph=graph, window=Window(0.0, 1000.0), symptom="front",
                                             modalities=modalities, config=config) if h.service == "a"]  # fmt: skip
-        return h.value
+        return h
+
+    def value(modalities: frozenset[Modality], config: ScoringConfig = ScoringConfig()) -> float:
+        return lead(modalities, config).value
 
     silent = value(frozenset(Modality))  # traces read and quiet: the CPU fault's slowness is not there
     no_traces = frozenset({Modality.METRICS, Modality.LOGS})
@@ -59,6 +62,9 @@ def test_a_part_only_a_missing_modality_could_show_counts_halfway_between_silent
     as_seen = value(no_traces, ScoringConfig(off=frozenset({"unseen"})))  # judged on what was seen alone
     assert silent < unseen < as_seen
     assert abs(unseen - (silent + as_seen) / 2) < 1e-3
+    # and the hypothesis says so, naming the missing modality
+    assert "footprint is in traces, missing here: counted at half" in lead(no_traces).rationale
+    assert "missing" not in lead(frozenset(Modality)).rationale
     # a fault type the missing modality has no part in is judged as before
     logs_gone = frozenset({Modality.METRICS, Modality.TRACES})
     assert value(logs_gone) == silent
