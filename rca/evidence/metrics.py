@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rca.evidence.runs import place
+from rca.evidence.runs import ONSET_Z, place
 from rca.model import Series
 from rca.signals import Signal, signal_of
 
@@ -46,6 +46,15 @@ def robust_z(normal: np.ndarray, values: np.ndarray, rel_floor: float = _REL_FLO
     return np.clip((values - med) / scale, -MAX_Z, MAX_Z)
 
 
+def own_normal(values: np.ndarray, rel_floor: float = _REL_FLOOR) -> np.ndarray:
+    """Without a normal period, the window's own points less those that stand out against
+    the window's level (ONSET_Z): the median holds while departures are under half of the
+    points, so an earlier fault inside the window neither sets the level nor, once left out,
+    widens the spread a departure is measured in."""
+    calm = values[np.abs(robust_z(values, values, rel_floor)) < ONSET_Z]
+    return calm if calm.size >= _MIN_NORMAL else values
+
+
 def shift_of(normal: Series | None, now: Series) -> MetricShift | None:
     """The shift of one series against its normal part; None when there is nothing to compare.
 
@@ -56,12 +65,11 @@ def shift_of(normal: Series | None, now: Series) -> MetricShift | None:
     keep = np.isfinite(values)
     values, times = values[keep], times[keep]
     ref = normal.values[np.isfinite(normal.values)] if normal is not None else np.array([])
-    if ref.size < _MIN_NORMAL:  # no normal data: the first third of the window serves
-        cut = max(1, values.size // 3)
-        ref, values, times = values[:cut], values[cut:], times[cut:]
-    if values.size == 0 or ref.size == 0:
+    if values.size == 0:
         return None
     floor = _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR)
+    if ref.size < _MIN_NORMAL:  # no normal period: the window's own level serves
+        ref = own_normal(values, floor)
     z = robust_z(ref, values, floor)
     at = place(times, z)
     return MetricShift(

@@ -137,6 +137,22 @@ def test_a_metric_shift_that_came_back_says_when() -> None:
     assert shift_of(normal, Series("a", "CpuUsageRate(%)", t, spike)).until is None  # type: ignore[union-attr]
 
 
+def test_without_a_normal_period_an_earlier_fault_in_the_window_neither_sets_the_level_nor_hides_this_one() -> None:
+    """No look-back data: the window's own level serves. An earlier fault holding the first
+    part of the window (as a day that begins with one does) must not become the normal."""
+    t = np.arange(24, dtype=float) * 60
+    values = np.full(24, 5.0) + np.tile([0.0, 0.4, 0.2], 8)  # a service's CPU with its usual wobble
+    values[2:7] = 18.0  # an earlier fault, inside what the first third of the window would be
+    values[21:] = 19.0  # this one, going on at the close
+    shift = shift_of(None, Series("a", "CpuUsage(m)", t, values))
+    assert shift is not None and shift.direction == 1 and shift.score > 10
+    assert shift.onset == 21 * 60.0 and shift.until is None and 5.0 <= shift.normal_median <= 5.4
+    # the same in other units and on another clock: the same finding
+    moved = shift_of(None, Series("a", "CpuUsage(m)", t + 86400 * 3, values / 1000))
+    assert moved is not None and moved.onset == 21 * 60.0 + 86400 * 3
+    assert moved.score == pytest.approx(shift.score)
+
+
 def test_own_time_and_network_gap_arithmetic() -> None:
     spans = [
         Span("t", "a1", "", "a", "GET /", 0.0, 1.0),
