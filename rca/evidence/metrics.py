@@ -47,10 +47,11 @@ def robust_z(normal: np.ndarray, values: np.ndarray, rel_floor: float = _REL_FLO
 
 
 def own_normal(values: np.ndarray, rel_floor: float = _REL_FLOOR) -> np.ndarray:
-    """Without a normal period, the window's own points less those that stand out against
-    the window's level (ONSET_Z): the median holds while departures are under half of the
-    points, so an earlier fault inside the window neither sets the level nor, once left out,
-    widens the spread a departure is measured in."""
+    """Without a normal period, the points given (the window's first half: a window asked
+    about an incident reaches back at least as far before it as it runs after it) less those
+    that stand out against their own level (ONSET_Z): the median holds while departures are
+    under half of the points, so an earlier fault there neither sets the level nor, once left
+    out, widens the spread a departure is measured in."""
     calm = values[np.abs(robust_z(values, values, rel_floor)) < ONSET_Z]
     return calm if calm.size >= _MIN_NORMAL else values
 
@@ -68,8 +69,8 @@ def shift_of(normal: Series | None, now: Series) -> MetricShift | None:
     if values.size == 0:
         return None
     floor = _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR)
-    if ref.size < _MIN_NORMAL:  # no normal period: the window's own level serves
-        ref = own_normal(values, floor)
+    if ref.size < _MIN_NORMAL:  # no normal period: the window's first half serves
+        ref = own_normal(values[: max(_MIN_NORMAL, values.size // 2)], floor)
     z = robust_z(ref, values, floor)
     at = place(times, z)
     return MetricShift(

@@ -138,8 +138,9 @@ def test_a_metric_shift_that_came_back_says_when() -> None:
 
 
 def test_without_a_normal_period_an_earlier_fault_in_the_window_neither_sets_the_level_nor_hides_this_one() -> None:
-    """No look-back data: the window's own level serves. An earlier fault holding the first
-    part of the window (as a day that begins with one does) must not become the normal."""
+    """No look-back data: the window's first half, less what stands out in it, serves. An
+    earlier fault holding part of it (as a day that begins with one does) must not become
+    the normal."""
     t = np.arange(24, dtype=float) * 60
     values = np.full(24, 5.0) + np.tile([0.0, 0.4, 0.2], 8)  # a service's CPU with its usual wobble
     values[2:7] = 18.0  # an earlier fault, inside what the first third of the window would be
