@@ -233,16 +233,19 @@ def score_hypotheses(
     when the symptom alerted, where known)."""
     ref = reference(evidence, symptom, alert_time)
     comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref)
+    recipes = config.model.recipes
+    # per fault type, once: the recipe's parts a present modality shows, and what no modality shows
+    seen = {fault: [(part, w) for part, w in recipe if _modality(part) in modalities] for fault, recipe in recipes.items()}
+    unseen = {fault: _unseen(recipe, modalities) for fault, recipe in recipes.items()}
     best: dict[str, tuple[float, FaultType, list[EvidenceId]]] = {}
     for entity, sig in comps.items():
-        for fault, recipe in config.model.recipes.items():
+        for fault, recipe in recipes.items():
             if not _shows(sig, fault):
                 continue
-            seen = [(part, w) for part, w in recipe if _modality(part) in modalities]
-            shown = sum(w for _, w in seen)
-            value = sum(w * sig.get(part) for part, w in seen) / shown if shown else 0.0
+            shown = sum(w for _, w in seen[fault])
+            value = sum(w * sig.get(part) for part, w in seen[fault]) / shown if shown else 0.0
             if config.on("unseen"):  # the parts no present modality shows count at half what was seen
-                value *= 1.0 - (1.0 - UNSEEN_SHARE) * _unseen(recipe, modalities)[0]
+                value *= 1.0 - (1.0 - UNSEEN_SHARE) * unseen[fault][0]
             if value <= 0:
                 continue
             cites = [i for part, _ in recipe for i in sig.cites.get(part, [])]
@@ -264,7 +267,7 @@ def score_hypotheses(
     out = []
     for i, (entity, (value, why)) in enumerate(ranked, start=1):
         _, fault, cites = best[entity]
-        share, missing = _unseen(config.model.recipes[fault], modalities)
+        share, missing = unseen[fault]
         if config.on("unseen") and share > 0 and why:
             why = f"{why}; {share:.0%} of its {fault.value} footprint is in {' and '.join(missing)}, missing here: counted at half"
         out.append(Hypothesis(HypothesisId(f"h-{i}"), entity, fault, round(min(1.0, max(0.0, value)), 4),
