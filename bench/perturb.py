@@ -25,10 +25,8 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 
 import networkx as nx
 
@@ -36,7 +34,6 @@ from rca.evaluation.protocols import parse_protocol
 from rca.evidence import Evidence
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import NO_GAPS, GapShare
-from rca.fault_model import FaultModel
 from rca.hypotheses import ScoringConfig, score_hypotheses
 from rca.model import IncidentCase, Label, Modality, Window
 from rca.sources.datasets import find_cases
@@ -72,35 +69,6 @@ def top_is_right(r: Read, config: ScoringConfig) -> bool:
     return bool(hyps) and hyps[0].service == r.label.service
 
 
-def scaled(config: ScoringConfig, factor: Callable[[], float]) -> ScoringConfig:
-    """Every float of the config and its fault model times its own factor."""
-    changes: dict[str, object] = {}
-    for f in fields(config):
-        value = getattr(config, f.name)
-        if isinstance(value, float):
-            changes[f.name] = value * factor()
-    return replace(config, model=_scaled_model(config.model, factor), **changes)  # type: ignore[arg-type]
-
-
-def _scaled_model(model: FaultModel, factor: Callable[[], float]) -> FaultModel:
-    changes: dict[str, object] = {}
-    for f in fields(model):
-        value = getattr(model, f.name)
-        if isinstance(value, float):
-            changes[f.name] = value * factor()
-        elif isinstance(value, Mapping):
-            changes[f.name] = MappingProxyType({k: _scaled_value(v, factor) for k, v in value.items()})
-    return replace(model, **changes)  # type: ignore[arg-type]
-
-
-def _scaled_value(value: object, factor: Callable[[], float]) -> object:
-    if isinstance(value, float):
-        return value * factor()
-    if isinstance(value, tuple):  # a recipe: (component, weight) pairs
-        return tuple((part, w * factor()) for part, w in value)
-    return value
-
-
 def accuracy(reads: list[Read], config: ScoringConfig) -> dict[str, float]:
     hits: dict[str, list[bool]] = defaultdict(list)
     for r in reads:
@@ -132,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     draws: list[dict[str, float]] = []
     for k in range(args.draws):
-        config = scaled(base, lambda: rng.uniform(1.0 - args.spread, 1.0 + args.spread))
+        config = base.scaled(lambda: rng.uniform(1.0 - args.spread, 1.0 + args.spread))
         draws.append(accuracy(reads, config))
         print(f"\rdraw {k + 1}/{args.draws}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)

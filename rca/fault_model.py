@@ -8,8 +8,8 @@ ranking does not sit on a peak fitted to the development cases.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 
 from rca.model import FaultType
@@ -67,3 +67,23 @@ class FaultModel:
         FaultType.UNKNOWN: (("other", 1.0),),
     }))  # fmt: skip
     default_specificity: float = 0.3  # a component not named above (a host's, say)
+
+    def scaled(self, factor: Callable[[], float]) -> FaultModel:
+        """Every number of the model (scales, specificities, recipe weights) times its own
+        `factor()`: another reading of the same prior."""
+        changes: dict[str, object] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float):
+                changes[f.name] = value * factor()
+            elif isinstance(value, Mapping):
+                changes[f.name] = MappingProxyType({k: _scaled(v, factor) for k, v in value.items()})
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _scaled(value: object, factor: Callable[[], float]) -> object:
+    if isinstance(value, float):
+        return value * factor()
+    if isinstance(value, tuple):  # a recipe: (component, weight) pairs
+        return tuple((part, w * factor()) for part, w in value)
+    return value

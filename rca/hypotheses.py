@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import NewType
 
 import networkx as nx
@@ -89,6 +89,14 @@ class ScoringConfig:
     def on(self, rule: str) -> bool:
         """Whether a rule is applied."""
         return rule not in self.off
+
+    def scaled(self, factor: Callable[[], float]) -> ScoringConfig:
+        """Every float of the config and of its fault model times its own `factor()`; counts
+        and switches as they are. Drawn at random, another sampling of the same reasoner (what
+        an independent replay scores with; `bench/perturb.py` draws many)."""
+        changes = {f.name: getattr(self, f.name) * factor() for f in fields(self)
+                   if isinstance(getattr(self, f.name), float)}  # fmt: skip
+        return replace(self, model=self.model.scaled(factor), **changes)
 
     def victim_terms(self) -> VictimTerms:
         return VictimTerms(
