@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -44,7 +45,7 @@ from rca.evaluation.report import (
 )
 from rca.evaluation.star_eval import evaluate_star
 from rca.evaluation.star_eval import render as render_star
-from rca.evaluation.star_honest import evaluate_honest
+from rca.evaluation.star_honest import REPLAY_SPREAD, evaluate_honest
 from rca.evaluation.star_honest import render as render_honest
 from rca.evidence.toolbox import Toolbox
 from rca.model import BrokenCase, Diagnosis, Incident
@@ -161,6 +162,10 @@ def _parser() -> argparse.ArgumentParser:
     es.add_argument("--honest", action="store_true",
                     help="lats's own traces under realistic windows, given reasoning errors the audit is not told "
                          "of, and clean rewrites: detection, false alarms, repairs judged by the label")  # fmt: skip
+    es.add_argument("--replay-spread", type=_spread, default=REPLAY_SPREAD,
+                    help=f"with --honest: each replay scores with every constant drawn within this share of its "
+                         f"value (default {REPLAY_SPREAD}: an independent sampling of the reasoner; 0: the "
+                         "function that built the trace)")  # fmt: skip
 
     au = sub.add_parser("audit", help="audit a four-stage trace (STAR) and print the verdict as JSON")
     au.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
@@ -239,7 +244,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.command == "eval-star":
         cases = [c for c in find_cases(args.path) if args.match in c.id]
         if args.honest:
-            report = await evaluate_honest(cases, progress=ProgressBar())
+            report = await evaluate_honest(cases, spread=args.replay_spread, progress=ProgressBar())
             print(render_honest(report))
             if args.json_out:
                 args.json_out.write_text(json.dumps(report.to_json(), indent=1))
@@ -421,6 +426,16 @@ def _budget(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 100_000:
         raise argparse.ArgumentTypeError(f"a read budget is a whole number from 1 to 100000, not {text!r}")
     return int(text)
+
+
+def _spread(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value < 1.0:  # a factor of 1 - spread must stay positive
+        raise argparse.ArgumentTypeError(f"a replay spread is a share from 0 up to (not including) 1, not {text!r}")
+    return value
 
 
 async def _eval(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ from rca.star.patches import analysis as as_patches
 from rca.star.patches import hypotheses as hs_patches
 from rca.star.patches import package as ep_patches
 from rca.star.patches import report as dr_patches
-from rca.trace import STAGES, Trace, replay
+from rca.trace import STAGES, Trace
 
 
 class InsufficientEvidenceException(RcaError):
@@ -106,7 +106,7 @@ async def apply_patch(patch: Patch, trace: Trace, ctx: RepairContext) -> Trace:
     """Apply a patch, then replay every stage downstream of its own."""
     patched = await patch.apply(trace, ctx)
     start = _REPLAY_FROM[patch.stage]
-    return replay(patched, graph=ctx.audit.graph, start=start) if start else patched
+    return ctx.replay(patched, start) if start else patched
 
 
 def critic(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
@@ -161,7 +161,7 @@ async def _localise(stages: Sequence[str], rollback: bool, current: Trace, verdi
         # patch counts only for what it adds to that (replay alone repairs nothing here).
         # A rollback recollects evidence whatever the replay alone would do.
         start = _REPLAY_FROM[stage]
-        control = replay(current, graph=ctx.audit.graph, start=start) if start else current
+        control = ctx.replay(current, start) if start else current
         control_score = audit(control, ctx.audit, config.star).score
         replays += 1 if start else 0
         if control_score > verdict.score + 1e-9 and not rollback:
@@ -216,7 +216,7 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
         if escalate:  # a fast patch that did not help: the defect is upstream of it
             route = Route.SLOW
         try:  # can the analysis, run afresh on this evidence, find a sound chain at all?
-            check_feasible(replay(current, graph=ctx.audit.graph, start="analysis_structure"), ctx.audit.graph)
+            check_feasible(ctx.replay(current, "analysis_structure"), ctx.audit.graph)
             insufficient = False
         except InsufficientEvidenceException:
             insufficient = True
@@ -236,7 +236,7 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
             if helped and config.counterfactual and start:
                 # the same replay without the patch: if it does as well, the defect lies downstream
                 replays += 1
-                control = audit(replay(current, graph=ctx.audit.graph, start=start), ctx.audit, config.star)
+                control = audit(ctx.replay(current, start), ctx.audit, config.star)
                 helped = after.score > control.score + 1e-9
             record(RepairStep(rnd, route.value, stage, patch.name, verdict.score, after.score, helped))
             if helped:

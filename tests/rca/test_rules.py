@@ -68,3 +68,19 @@ def test_a_part_only_a_missing_modality_could_show_counts_halfway_between_silent
     # a fault type the missing modality has no part in is judged as before
     logs_gone = frozenset({Modality.METRICS, Modality.TRACES})
     assert value(logs_gone) == silent
+
+
+def test_a_scaled_reading_scales_every_constant_and_keeps_counts_and_switches() -> None:
+    """Another sampling of the reasoner: every float of the config and of its fault model
+    (scales, specificities, recipe weights) moved, the hop count and the switches kept."""
+    base = ScoringConfig(off=frozenset({"timing"}))
+    same, doubled = base.scaled(lambda: 1.0), base.scaled(lambda: 2.0)
+    assert same == base
+    assert doubled.past_weight == 2 * base.past_weight and doubled.victim_hops == base.victim_hops
+    assert doubled.off == base.off
+    m, m2 = base.model, doubled.model
+    assert m2.metric_scale == 2 * m.metric_scale and m2.default_specificity == 2 * m.default_specificity
+    assert all(m2.log_scales[k] == 2 * v for k, v in m.log_scales.items())
+    assert all(m2.specificity[k] == 2 * v for k, v in m.specificity.items())
+    for fault, recipe in m.recipes.items():
+        assert m2.recipes[fault] == tuple((part, 2 * w) for part, w in recipe)

@@ -11,8 +11,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rca.hypotheses import Hypothesis, ScoringConfig
 from rca.star.criteria import AuditContext
-from rca.trace import Trace
+from rca.trace import EvidencePackage, Trace, hypothesis_set, replay
 
 PatchFn = Callable[[Trace, "RepairContext"], Awaitable[Trace]]
 
@@ -33,6 +34,18 @@ class RepairContext:
     # recollect(trace, entities, widen_share): a new evidence package from the telemetry
     critic: Callable[[str, Any, list[Patch], int], Awaitable[list[Patch]]] | None = None
     # critic(stage, audit, menu, k): a model's order of the offline critic's menu (None: keep it)
+    reading: Callable[[], ScoringConfig] = ScoringConfig
+    # the scoring each replay of a stage uses, one call per replay: the reasoner's own (the
+    # bot: a replay is reproducible), or an independent sampling of it (an evaluation whose
+    # replays must not be the function that built the trace)
+
+    def replay(self, trace: Trace, start: str) -> Trace:
+        """The stages from `start` on, run again from the artifacts upstream of it."""
+        return replay(trace, graph=self.audit.graph, start=start, config=self.reading())
+
+    def hypotheses(self, package: EvidencePackage, symptom: str) -> tuple[Hypothesis, ...]:
+        """The hypothesis set derived afresh from a package (a replay of that stage alone)."""
+        return hypothesis_set(package, graph=self.audit.graph, symptom=symptom, config=self.reading())
 
 
 def by_violation(stage: str, table: Mapping[str, tuple[str, PatchFn]], violated: set[str]) -> list[Patch]:

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from rca.hypotheses import Hypothesis, HypothesisId
 from rca.star.patches import Patch, RepairContext, by_violation
-from rca.trace import Trace, hypothesis_set
+from rca.trace import Trace
 
 STAGE = "hypothesis_set"
 
@@ -25,7 +25,7 @@ async def bind_evidence(trace: Trace, ctx: RepairContext) -> Trace:
 
 async def add_counter_hypotheses(trace: Trace, ctx: RepairContext) -> Trace:
     """Add the explanations the evidence supports that the set left out."""
-    fresh = hypothesis_set(trace.evidence_package, graph=ctx.audit.graph, symptom=trace.symptom)
+    fresh = ctx.hypotheses(trace.evidence_package, trace.symptom)
     have = {h.service for h in trace.hypotheses}
     next_id = len(trace.hypotheses) + 1
     added: list[Hypothesis] = []
@@ -58,7 +58,7 @@ async def retype(trace: Trace, ctx: RepairContext) -> Trace:
     top = trace.hypotheses[0]
     if ctx.recollect is not None:
         trace = await ctx.recollect(trace, (top.service,), 0.0)
-    fresh = hypothesis_set(trace.evidence_package, graph=ctx.audit.graph, symptom=trace.symptom)
+    fresh = ctx.hypotheses(trace.evidence_package, trace.symptom)
     mine = next((h for h in fresh if h.service == top.service), None)
     if mine is None:
         return trace
@@ -73,7 +73,7 @@ async def rescore(trace: Trace, ctx: RepairContext) -> Trace:
     still shows no anomaly of this incident goes where its evidence puts it."""
     if trace.hypotheses and ctx.recollect is not None:
         trace = await ctx.recollect(trace, (trace.hypotheses[0].service,), 0.0)
-    fresh = hypothesis_set(trace.evidence_package, graph=ctx.audit.graph, symptom=trace.symptom)
+    fresh = ctx.hypotheses(trace.evidence_package, trace.symptom)
     return replace(trace, hypotheses=tuple(fresh)) if fresh else trace
 
 

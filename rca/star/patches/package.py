@@ -8,7 +8,7 @@ from dataclasses import replace
 from rca.star.package import onset_covered
 from rca.star.patches import Patch, RepairContext
 from rca.topology import neighbours
-from rca.trace import Trace, hypothesis_set, replay
+from rca.trace import Trace
 
 STAGE = "evidence_package"
 
@@ -31,7 +31,7 @@ async def recover_onset(trace: Trace, ctx: RepairContext) -> Trace:
         return trace
     for _ in range(3):
         trace = await ctx.recollect(trace, tuple(trace.evidence_package.scope), 1.0)
-        if onset_covered(replay(trace, graph=ctx.audit.graph, start="hypothesis_set")).score >= 1.0:
+        if onset_covered(ctx.replay(trace, "hypothesis_set")).score >= 1.0:
             break
     return trace
 
@@ -42,8 +42,7 @@ async def expand_neighbours(trace: Trace, ctx: RepairContext) -> Trace:
     if ctx.recollect is None:
         return trace
     for _ in range(3):
-        leaders = [h.service for h in hypothesis_set(trace.evidence_package, graph=ctx.audit.graph,
-                                                     symptom=trace.symptom)[:3]]  # fmt: skip
+        leaders = [h.service for h in ctx.hypotheses(trace.evidence_package, trace.symptom)[:3]]
         hood = {n for s in leaders for n in neighbours(ctx.audit.graph, s)} | set(leaders)
         missing = hood - set(trace.evidence_package.scope)
         if not missing:

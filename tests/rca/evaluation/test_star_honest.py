@@ -133,3 +133,45 @@ def test_another_equally_short_path_is_a_harmless_rewrite() -> None:
     assert len(detour.chains[0].links) == len(t.chains[0].links) and detour.decision == t.decision
     ctx = AuditContext(graph)
     assert audit(detour, ctx).score == audit(t, ctx).score
+
+
+def test_independent_replays_are_reproducible_draws_within_the_spread() -> None:
+    from rca.evaluation.star_honest import sampled
+    from rca.hypotheses import ScoringConfig
+
+    base = ScoringConfig()
+    assert sampled("case/1/clean", 0.0)() == base  # spread 0: the function that built the trace
+    draws, again = sampled("case/1/clean", 0.25), sampled("case/1/clean", 0.25)
+    first, second = draws(), draws()
+    assert first != second != base  # each replay another sampling
+    assert (first, second) == (again(), again())  # the same seed, the same draws
+    assert sampled("case/2/clean", 0.25)() != first
+    assert 0.75 * base.past_weight <= first.past_weight <= 1.25 * base.past_weight
+
+
+def test_every_replay_of_a_repair_scores_with_the_contexts_reading(real: tuple[Trace, AuditContext]) -> None:
+    """The repair replays through its context, never around it: an evaluation that hands it an
+    independent sampling gets replays that are not the function that built the trace."""
+    from dataclasses import replace
+
+    from rca.evaluation.star_honest import neighbouring_fault_type, replay_localise
+    from rca.hypotheses import ScoringConfig
+    from rca.star.audit import Route
+    from rca.star.patches import RepairContext
+    from rca.star.repair import RepairConfig, repair
+
+    trace, ctx = real
+    retyped = neighbouring_fault_type(trace, ctx)
+    assert retyped is not None and audit(retyped, ctx).route is not Route.ACCEPT
+    calls = 0
+
+    def reading() -> ScoringConfig:
+        nonlocal calls
+        calls += 1
+        return ScoringConfig()
+
+    result = asyncio.run(repair(retyped, RepairContext(ctx, reading=reading), RepairConfig(rounds=1)))
+    assert result.replays >= 1 and calls >= result.replays
+    calls = 0
+    asyncio.run(replay_localise(retyped, replace(RepairContext(ctx), reading=reading), 3))
+    assert calls == 3
