@@ -220,7 +220,7 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
             bins.get(key, Counter()), {b: share * n for b, n in lines.items()}, 1 if score >= 0 else -1), extent)
         out.append(TemplateShift(entity, tid, template, sev, observed / c_min, normal_rate,
                                  expected / c_min, normal_rate == 0 and observed > 0, score, onset, until, under_way))  # fmt: skip
-    return sorted(out, key=lambda s: -abs(s.score))
+    return sorted(out, key=lambda s: (-abs(s.score), s.entity, s.template_id))  # ties in a fixed order, not a set's
 
 
 def line_counts(mined: Sequence[MinedLog]) -> LineCounts:
