@@ -27,7 +27,8 @@ class Patch:
 
 @dataclass(frozen=True, slots=True)
 class RepairContext:
-    """What patches may use: the audit context, and a way to read telemetry again (S1)."""
+    """What patches and the repair loop use: the audit context, a way to read telemetry again
+    (S1), and the reading every replay of a stage scores with."""
 
     audit: AuditContext
     recollect: Callable[[Trace, tuple[str, ...], float], Awaitable[Trace]] | None = None
