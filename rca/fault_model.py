@@ -71,14 +71,20 @@ class FaultModel:
     def scaled(self, factor: Callable[[], float]) -> FaultModel:
         """Every number of the model (scales, specificities, recipe weights) times its own
         `factor()`: another reading of the same prior."""
-        changes: dict[str, object] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, float):
-                changes[f.name] = value * factor()
-            elif isinstance(value, Mapping):
-                changes[f.name] = MappingProxyType({k: _scaled(v, factor) for k, v in value.items()})
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return replace(self, **scaled_fields(self, factor))  # type: ignore[arg-type]
+
+
+def scaled_fields(obj: object, factor: Callable[[], float]) -> dict[str, object]:
+    """A dataclass's float fields, and the floats and recipe weights of its mapping fields,
+    each times its own `factor()` (drawn in field order); other fields are left out."""
+    changes: dict[str, object] = {}
+    for f in fields(obj):  # type: ignore[arg-type]
+        value = getattr(obj, f.name)
+        if isinstance(value, float):
+            changes[f.name] = value * factor()
+        elif isinstance(value, Mapping):
+            changes[f.name] = MappingProxyType({k: _scaled(v, factor) for k, v in value.items()})
+    return changes
 
 
 def _scaled(value: object, factor: Callable[[], float]) -> object:

@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import NewType
 
 import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.traces import NO_GAPS, GapShare
-from rca.fault_model import GATES, LOG_PART, PART_OF_SIGNAL, FaultModel
+from rca.fault_model import GATES, LOG_PART, PART_OF_SIGNAL, FaultModel, scaled_fields
 from rca.model import FaultType, Modality, Window
 from rca.profiles import comovement  # noqa: F401  (re-exported: the trace and the tests weigh profiles with it)
 from rca.rules.answers import earlier_caller
@@ -94,9 +94,8 @@ class ScoringConfig:
         """Every float of the config and of its fault model times its own `factor()`; counts
         and switches as they are. Drawn at random, another sampling of the same reasoner (what
         an independent replay scores with; `bench/perturb.py` draws many)."""
-        changes = {f.name: getattr(self, f.name) * factor() for f in fields(self)
-                   if isinstance(getattr(self, f.name), float)}  # fmt: skip
-        return replace(self, model=self.model.scaled(factor), **changes)
+        changes = scaled_fields(self, factor)  # drawn before the model's
+        return replace(self, model=self.model.scaled(factor), **changes)  # type: ignore[arg-type]
 
     def victim_terms(self) -> VictimTerms:
         return VictimTerms(
