@@ -40,6 +40,7 @@ import hashlib
 import itertools
 import random
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
@@ -209,6 +210,7 @@ class Variant:
     decisive: str | None = None  # the stage STAR's repair named decisive, where routed
     baseline: str | None = None  # the replay-comparison localiser's stage, with as many replays
     replays: int = 0  # the replays STAR's repair took (the baseline's allowance)
+    written: bool = True  # False: the variant says what lats's own trace says (no error to detect)
 
 
 @dataclass(slots=True)
@@ -218,7 +220,7 @@ class HonestReport:
     spread: float = REPLAY_SPREAD
 
     def to_json(self) -> dict[str, object]:
-        return {"version": 2, "protocol": "realistic", "cases": self.cases, "replay_spread": self.spread,
+        return {"version": 3, "protocol": "realistic", "cases": self.cases, "replay_spread": self.spread,
                 "variants": [asdict(v) for v in self.variants]}  # fmt: skip
 
 
@@ -283,7 +285,28 @@ async def _judged(case: IncidentCase, family: str, own: Trace, t: Trace, verdict
             baseline = await replay_localise(t, replace(ctx, reading=sampled(seed, spread)), replays)
     return Variant(case.id, family, _top(t) != _top(own), _top(t) == case.label.service, verdict.route.value,
                    verdict.trust, fixed, _type(t) == case.label.fault_type.value, fixed_type,
-                   decisive, baseline, replays)  # fmt: skip
+                   decisive, baseline, replays, family == CLEAN or content(t) != content(own))  # fmt: skip
+
+
+def content(t: Trace) -> tuple[object, ...]:
+    """What a trace says, whatever its evidence ids and cost: the evidence read, the
+    hypotheses on it, the chains and the ranking. Two runs that read the same telemetry to the
+    same conclusion say the same; a small read budget that did not bind wrote no error."""
+    ep = t.evidence_package
+    fact = {ev.id: (ev.entity, ev.kind.value, ev.subject, ev.signal.value, ev.score, ev.onset, ev.until, ev.direction)
+            for ev in ep.evidence}  # fmt: skip
+    def facts(ids: Sequence[EvidenceId]) -> tuple[object, ...]:
+        return tuple(sorted((fact.get(i, ()) for i in ids), key=repr))
+
+    hyps: dict[str, tuple[object, ...]] = {h.id: (h.service, h.fault_type.value, h.value, facts(h.evidence))
+                                           for h in t.hypotheses}  # fmt: skip
+    return (
+        tuple(sorted(fact.values(), key=repr)), tuple(sorted(ep.scope)),
+        tuple(sorted(hyps.values(), key=repr)),
+        tuple(sorted(((hyps.get(c.hypothesis), c.root,
+                       tuple((ln.source, ln.target, facts(ln.evidence)) for ln in c.links)) for c in t.chains), key=repr)),
+        tuple((service, fault, confidence, hyps.get(h)) for service, fault, confidence, h in t.decision.ranking),
+    )  # fmt: skip
 
 
 async def replay_localise(t: Trace, ctx: RepairContext, replays: int) -> str | None:
@@ -330,10 +353,16 @@ def render(report: HonestReport) -> str:
              "found where the error was written, by STAR and by a replay-comparison localiser given as many replays; "
              "type, type after: its fault type right, before and after", head, "-" * len(head)]  # fmt: skip
     for family in [CLEAN, *FAMILIES, READ_BUDGET_FAMILY]:
-        if rows := [v for v in report.variants if v.family == family]:
+        if rows := [v for v in report.variants if v.family == family and v.written]:
             lines.append(_row(family, rows, None if family == CLEAN else trusted, quarter, types=True))
-    if faulted := [v for v in report.variants if v.family != CLEAN]:
+    if faulted := [v for v in report.variants if v.family != CLEAN and v.written]:
         lines.append(_row("all faults", faulted, trusted, quarter, types=False))  # fault types mean nothing pooled
+    if same := [v for v in report.variants if not v.written]:
+        per = ", ".join(f"{f} {n}" for f, n in sorted(Counter(v.family for v in same).items()))
+        lines += [f"left out: {len(same)} variant(s) saying what lats's own trace says, no error written ({per}); "
+                  "counted as faults:",
+                  _row("all faults and those", [v for v in report.variants if v.family != CLEAN], trusted, quarter,
+                       types=False)]  # fmt: skip
     return "\n".join(lines)
 
 

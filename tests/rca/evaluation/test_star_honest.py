@@ -11,6 +11,7 @@ from rca.engines import build_engine
 from rca.evaluation.metrics import separation as auroc
 from rca.evaluation.star_honest import (
     FAMILIES,
+    content,
     nudged_confidence,
     renamed_ids,
     thin_evidence,
@@ -63,6 +64,25 @@ def test_every_reasoning_error_is_a_coherent_trace_that_changes_something(real: 
     thin = thin_evidence(trace, ctx)
     if thin is not None:
         assert len(thin.hypotheses[0].evidence) == 1 and thin.decision == trace.decision  # confidence kept
+
+
+def test_what_a_trace_says_ignores_its_ids_and_cost_and_sees_every_written_error(
+    real: tuple[Trace, AuditContext],
+) -> None:
+    """A read budget that did not bind writes no error: such a run says what the full run
+    says, and is not counted as a fault the audit missed. Every family's error is seen."""
+    from dataclasses import replace
+
+    from rca.model import Cost
+
+    trace, ctx = real
+    assert content(renamed_ids(trace)) == content(trace)
+    assert content(replace(trace, cost=Cost(seconds=999.0, iterations=99))) == content(trace)
+    for name, fn in FAMILIES.items():
+        if (bad := fn(trace, ctx)) is not None:
+            assert content(bad) != content(trace), name
+    moved = nudged_confidence(trace, 0.05)
+    assert content(moved) != content(trace)  # a clean rewrite is judged as clean, not by this
 
 
 def test_auroc_counts_ties_half_and_orders() -> None:
