@@ -11,8 +11,12 @@ The evidence of each case is read once, exhaustively (every tool on every servic
 search: `Toolbox.survey`), under the chosen protocol; only the scoring is repeated, so the
 shipped figure here is the exhaustive reading's, which `rcabot eval` reports beside lats's.
 
+With `--ablate rule:NAME[,rule:NAME]` the named scoring rules are off in the shipped reading
+and in every draw (the draws are the same: a constant of a rule that is off is drawn, unused),
+so a rule's share of the spread can be read against the run without it.
+
 usage: python -m bench.perturb PATH [PATH ...] [--draws 60] [--spread 0.25] [--protocol realistic]
-                               [--hide logs] [--seed 0] [--json OUT]
+                               [--hide logs] [--seed 0] [--ablate rule:NAME] [--json OUT]
 """
 
 from __future__ import annotations
@@ -30,12 +34,14 @@ from pathlib import Path
 
 import networkx as nx
 
+from rca.errors import InputError
 from rca.evaluation.protocols import parse_protocol
 from rca.evidence import Evidence
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import NO_GAPS, GapShare
 from rca.hypotheses import ScoringConfig, score_hypotheses
 from rca.model import IncidentCase, Label, Modality, Window
+from rca.rules import parse_rules
 from rca.sources.datasets import find_cases
 
 
@@ -86,8 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--protocol", default="realistic")
     p.add_argument("--hide", default="")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ablate", default="", help="scoring rules off throughout: rule:NAME[,rule:NAME]")
     p.add_argument("--json", type=Path, dest="json_out")
     args = p.parse_args(argv)
+    try:
+        off = parse_rules(",".join(n.strip().removeprefix("rule:") for n in args.ablate.split(",") if n.strip()))
+    except InputError as exc:
+        p.error(str(exc))
     cases = [c for path in args.paths for c in find_cases(path)]
     started = time.perf_counter()
     reads = []
@@ -95,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         reads.append(asyncio.run(read(case, args.protocol, args.hide)))
         print(f"\rread {i}/{len(cases)} cases ({time.perf_counter() - started:.0f} s)", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    base = ScoringConfig()
+    base = ScoringConfig(off=off)
     shipped = accuracy(reads, base)
     rng = random.Random(args.seed)
     draws: list[dict[str, float]] = []
@@ -106,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     print(file=sys.stderr)
     rows = []
     head = f"{'dataset':<22} {'cases':>5} {'shipped':>8} {'median':>7} {'q25':>6} {'q75':>6} {'min':>6} {'max':>6}"
-    print(f"protocol: {parse_protocol(args.protocol, args.hide).name}; {args.draws} draws, each constant x U(1 +- {args.spread})")
+    without = f"; without {', '.join(sorted(off))}" if off else ""
+    print(f"protocol: {parse_protocol(args.protocol, args.hide).name}; {args.draws} draws, "
+          f"each constant x U(1 +- {args.spread}){without}")
     print(head)
     print("-" * len(head))
     for dataset in sorted(shipped, key=lambda d: (d == "all", d)):
@@ -119,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{dataset:<22} {n:>5} {row['shipped']:>8.3f} {row['median']:>7.3f} {row['q25']:>6.3f} {row['q75']:>6.3f} "
               f"{row['min']:>6.3f} {row['max']:>6.3f}")  # fmt: skip
     if args.json_out:
-        args.json_out.write_text(json.dumps({"protocol": args.protocol, "hide": args.hide, "draws": args.draws,
+        args.json_out.write_text(json.dumps({"protocol": args.protocol, "hide": args.hide, "ablate": sorted(off),
+                                             "draws": args.draws,
                                              "spread": args.spread, "rows": rows, "per_draw": draws}, indent=1))  # fmt: skip
     return 0
 
