@@ -17,7 +17,9 @@ the realistic window protocol, lats's own trace is taken as it is (right or wron
 Each variant is audited at the default thresholds (tau 0.8, epsilon 0.1). Detected: the audit
 routes it to repair; flagged: its trust is in the lowest quarter of the clean traces' (what the
 bot's verdict flags). A detected variant is repaired (one round) and its first place is judged
-against the label, as is the variant's own first place before the repair.
+against the label, as is the variant's own first place before the repair. A variant that says
+what lats's own trace says (`content`: a read budget that did not bind) holds no error to
+detect: it is left out of the faults and counted apart.
 
 Replays are independent samplings of the reasoner, not the function that built the trace (nor
 the one the audit re-derives with): each replay a repair takes, STAR's or the localiser's,
