@@ -15,6 +15,7 @@ from enum import StrEnum
 from rca.evidence import Evidence
 from rca.hypotheses import Hypothesis
 from rca.model import to_iso
+from rca.rules.timing import Reference, reference, weight
 from rca.trace import Trace
 
 
@@ -127,7 +128,7 @@ HELP = ("Ask me about this investigation, for example:\n"
         "• *why <service>?* — why a candidate is ranked where it is\n"
         "• *why not <service>?* — what speaks against another candidate\n"
         "• *evidence* (optionally for a service) — the strongest anomalies found\n"
-        "• *timeline* — when each anomaly began, earliest first\n"
+        "• *timeline* — when each anomaly began, earliest first, and which ones count as another incident's\n"
         "• *chart <metric> of <service>* — a chart of a metric around the onset\n"
         "• *what next?* — the verification tests and what to check")  # fmt: skip
 
@@ -204,16 +205,37 @@ def _evidence(trace: Trace, services: Sequence[str]) -> str:
 
 
 def _timeline(trace: Trace) -> str:
-    onsets: dict[str, tuple[float, Evidence]] = {}
-    for ev in trace.evidence_package.evidence:
-        if ev.onset is not None and (ev.entity not in onsets or ev.onset < onsets[ev.entity][0]):
-            onsets[ev.entity] = (ev.onset, ev)
+    """Per entity, when its anomaly began (this incident's where it has one, else its earliest),
+    earliest first, each anomaly the timing rule counts as another incident's marked so, with
+    why: a window that reaches back far holds earlier incidents, and the engineer sees which
+    ones the ranking set aside."""
+    ep = trace.evidence_package
+    ref = reference(ep.evidence, trace.symptom, ep.alert_time)
+    onsets: dict[str, tuple[bool, float, Evidence]] = {}  # entity -> (another incident's, onset, evidence)
+    for ev in ep.evidence:
+        if ev.onset is None:
+            continue
+        row = (weight(ev, ref, past_weight=0.0) == 0.0, ev.onset, ev)
+        if ev.entity not in onsets or row[:2] < onsets[ev.entity][:2]:
+            onsets[ev.entity] = row
     if not onsets:
         return "No anomaly in this trace has a datable onset."
-    rows = sorted(onsets.values(), key=lambda t: t[0])[:10]
-    return "Onsets, earliest first:\n" + "\n".join(
-        f"• {to_iso(t)} {ev.entity}: {ev.detail[:140]}" for t, ev in rows
-    )
+    rows = sorted(onsets.values(), key=lambda r: r[1])[:10]
+    lines = [f"• {to_iso(t)} {ev.entity}: {ev.detail[:140]}{_elsewhere(ev, ref) if other else ''}"
+             for other, t, ev in rows]  # fmt: skip
+    if any(other for other, _, _ in rows):
+        lines.append("To ask about one of the anomalies counted as another incident's, ask again with a window "
+                     "that ends a few minutes after it began.")  # fmt: skip
+    return "Onsets, earliest first:\n" + "\n".join(lines)
+
+
+def _elsewhere(ev: Evidence, ref: Reference) -> str:
+    """Why the timing rule counts an anomaly as another incident's."""
+    if ev.under_way:
+        return " _(under way before the data began: counted as an earlier incident's)_"
+    if ev.until is not None and (ref.start is None or ev.until < ref.start):
+        return f" _(over by {to_iso(ev.until)}: counted as an earlier incident's)_"
+    return " _(began well after the symptom alerted: counted as its effect, not its cause)_"
 
 
 def _next(trace: Trace) -> str:

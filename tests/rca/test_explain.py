@@ -63,3 +63,34 @@ def test_a_question_it_cannot_answer_gets_an_honest_reply_and_help_gets_the_menu
     free = answer(parse_question("is it the deploy at 13:20?", services=names), trace).text
     assert free.startswith("I can't answer that one") and "why not <service>?" in free
     assert answer(parse_question("help", services=names), trace).text.startswith("Ask me about")
+
+
+def test_the_timeline_marks_what_the_ranking_counts_as_another_incident(trace: Trace) -> None:
+    """A window that reaches back far holds earlier incidents: the timeline says which anomalies
+    the timing rule set aside, and why, and this incident's come unmarked."""
+    from dataclasses import replace
+
+    from rca.evidence import Evidence, EvidenceId, EvidenceKind
+    from rca.model import Modality
+    from rca.signals import Signal
+
+    t0 = trace.evidence_package.window.start + 600.0
+
+    def ev(i: str, entity: str, onset: float, until: float | None = None, *, under_way: bool = False) -> Evidence:
+        return Evidence(EvidenceId(i), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, "latency_p99", 9.0,
+                        Signal.LATENCY, "q", f"{entity} latency rose", onset, until=until, under_way=under_way)  # fmt: skip
+
+    items = (ev("e1", trace.symptom, t0), ev("e2", "svc-old", t0 - 500.0, t0 - 300.0),
+             ev("e3", "svc-now", t0 + 30.0), ev("e4", "svc-long", t0 - 590.0, under_way=True),
+             ev("e5", "svc-both", t0 - 400.0, t0 - 350.0), ev("e6", "svc-both", t0 + 20.0))  # fmt: skip
+    marked = replace(trace, evidence_package=replace(trace.evidence_package, evidence=items, alert_time=None))
+    text = answer(parse_question("timeline?", services=entities_of(marked)), marked).text
+    line = {name: next(x for x in text.splitlines() if f" {name}:" in x) for name in
+            ("svc-old", "svc-now", "svc-long", "svc-both", trace.symptom)}  # fmt: skip
+    assert "over by" in line["svc-old"] and "earlier incident" in line["svc-old"]
+    assert "under way before the data" in line["svc-long"]
+    assert "counted as" not in line["svc-now"] and "counted as" not in line[trace.symptom]
+    assert "counted as" not in line["svc-both"]  # this incident's anomaly is shown, not its earlier one
+    assert "ask again with a window" in text
+    calm = replace(trace, evidence_package=replace(trace.evidence_package, evidence=items[:1] + items[2:3]))
+    assert "ask again" not in answer(parse_question("timeline?", services=entities_of(calm)), calm).text
