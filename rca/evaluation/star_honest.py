@@ -297,6 +297,7 @@ def content(t: Trace) -> tuple[object, ...]:
     ep = t.evidence_package
     fact = {ev.id: (ev.entity, ev.kind.value, ev.subject, ev.signal.value, ev.score, ev.onset, ev.until, ev.direction)
             for ev in ep.evidence}  # fmt: skip
+
     def facts(ids: Sequence[EvidenceId]) -> tuple[object, ...]:
         return tuple(sorted((fact.get(i, ()) for i in ids), key=repr))
 
