@@ -15,7 +15,7 @@ from enum import StrEnum
 from rca.evidence import Evidence
 from rca.hypotheses import Hypothesis
 from rca.model import to_iso
-from rca.rules.timing import Reference, reference, weight
+from rca.rules.timing import Elsewhere, elsewhere, reference
 from rca.trace import Trace
 
 
@@ -211,30 +211,30 @@ def _timeline(trace: Trace) -> str:
     ones the ranking set aside."""
     ep = trace.evidence_package
     ref = reference(ep.evidence, trace.symptom, ep.alert_time)
-    onsets: dict[str, tuple[bool, float, Evidence]] = {}  # entity -> (another incident's, onset, evidence)
+    onsets: dict[str, tuple[Elsewhere | None, float, Evidence]] = {}  # entity -> (why another's, onset, evidence)
     for ev in ep.evidence:
         if ev.onset is None:
             continue
-        row = (weight(ev, ref, past_weight=0.0) == 0.0, ev.onset, ev)
-        if ev.entity not in onsets or row[:2] < onsets[ev.entity][:2]:
-            onsets[ev.entity] = row
+        why = elsewhere(ev, ref)
+        seen = onsets.get(ev.entity)
+        if seen is None or (why is not None, ev.onset) < (seen[0] is not None, seen[1]):
+            onsets[ev.entity] = (why, ev.onset, ev)
     if not onsets:
         return "No anomaly in this trace has a datable onset."
     rows = sorted(onsets.values(), key=lambda r: r[1])[:10]
-    lines = [f"• {to_iso(t)} {ev.entity}: {ev.detail[:140]}{_elsewhere(ev, ref) if other else ''}"
-             for other, t, ev in rows]  # fmt: skip
-    if any(other for other, _, _ in rows):
+    lines = [f"• {to_iso(t)} {ev.entity}: {ev.detail[:140]}{_set_aside(why, ev) if why else ''}" for why, t, ev in rows]
+    if any(why for why, _, _ in rows):
         lines.append("To ask about one of the anomalies counted as another incident's, ask again with a window "
                      "that ends a few minutes after it began.")  # fmt: skip
     return "Onsets, earliest first:\n" + "\n".join(lines)
 
 
-def _elsewhere(ev: Evidence, ref: Reference) -> str:
-    """Why the timing rule counts an anomaly as another incident's."""
-    if ev.under_way:
-        return " _(under way before the data began: counted as an earlier incident's)_"
-    if ev.until is not None and (ref.start is None or ev.until < ref.start):
+def _set_aside(why: Elsewhere, ev: Evidence) -> str:
+    """Why the timing rule counts an anomaly as another incident's, in words."""
+    if why is Elsewhere.OVER and ev.until is not None:
         return f" _(over by {to_iso(ev.until)}: counted as an earlier incident's)_"
+    if why is Elsewhere.UNDER_WAY:
+        return " _(under way before the data began: counted as an earlier incident's)_"
     return " _(began well after the symptom alerted: counted as its effect, not its cause)_"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from rca.evidence import Evidence
 from rca.model import Modality
@@ -46,13 +47,29 @@ def weight(ev: Evidence, ref: Reference, *, past_weight: float, timing: bool = T
     never held two samples, which cannot be placed."""
     if not timing:
         return 1.0
-    tol = max(ONSET_TOLERANCE, profile_step([ev]))
-    if ev.until is not None and (ref.start is None or ev.until < ref.start - tol):
-        return past_weight  # over before the close, or before the symptom's began
-    if ref.end is not None and ev.onset is not None and ev.onset > ref.end + tol:
-        return past_weight  # began well after the symptom alerted: it followed
-    if ev.under_way:
+    if elsewhere(ev, ref) is not None:
         return past_weight
     if ev.onset is None and ev.modality is not Modality.LOGS:
         return (1.0 + past_weight) / 2
     return 1.0
+
+
+class Elsewhere(StrEnum):
+    """Why an anomaly belongs to another incident than the one asked about."""
+
+    OVER = "over"  # over before the close, or before the symptom's began
+    FOLLOWED = "followed"  # began well after the symptom alerted
+    UNDER_WAY = "under_way"  # under way since before its data
+
+
+def elsewhere(ev: Evidence, ref: Reference) -> Elsewhere | None:
+    """Why `ev` ran at another time than the incident asked about; None where it may be this
+    incident's (within the clock skew forgiven between a cause and its effect)."""
+    tol = max(ONSET_TOLERANCE, profile_step([ev]))
+    if ev.until is not None and (ref.start is None or ev.until < ref.start - tol):
+        return Elsewhere.OVER
+    if ref.end is not None and ev.onset is not None and ev.onset > ref.end + tol:
+        return Elsewhere.FOLLOWED
+    if ev.under_way:
+        return Elsewhere.UNDER_WAY
+    return None
