@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, dest="json_out")
     args = p.parse_args(argv)
     try:
-        off = parse_rules(",".join(n.strip().removeprefix("rule:") for n in args.ablate.split(",") if n.strip()))
+        off = parse_rules(args.ablate)
     except InputError as exc:
         p.error(str(exc))
     cases = [c for path in args.paths for c in find_cases(path)]

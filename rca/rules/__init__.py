@@ -58,8 +58,9 @@ def principle_of(name: str) -> str:
 
 
 def parse_rules(names: str) -> frozenset[str]:
-    """Rule names joined by commas or plus signs, each checked."""
-    out = frozenset(n.strip() for n in names.replace("+", ",").split(",") if n.strip())
+    """Rule names joined by commas or plus signs, each checked (`rule:NAME`, as `--ablate`
+    writes them, or NAME)."""
+    out = frozenset(n.strip().removeprefix("rule:") for n in names.replace("+", ",").split(",") if n.strip())
     for n in out:
         principle_of(n)
     return out
