@@ -90,6 +90,8 @@ def signal_of(metric: str) -> Signal:
         return Signal.MEMORY
     if found & {"syscall", "syscalls"}:  # system calls count the work a process does, disk or not
         return Signal.TRAFFIC
+    if found & {"network", "net"}:  # a network's io is not a disk's (OpenTelemetry's `k8s.pod.network.io`)
+        return Signal.NETWORK
     if found & {"disk", "disks", "fs", "filesystem", "blkio", "iops", "iowait", "io"}:
         return Signal.DISK
     if found & _NETWORK - {"bytes"}:
