@@ -151,8 +151,13 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--match", default="", help="only cases whose id contains this text")
     ev.add_argument("--protocol", default="realistic",
                     help="where each window lies: realistic (default: ends 1-5 min after the fault began, "
-                         "reaches back 15-60 min, no alert time) or centred (the layout's window, as published)")
+                         "reaches back 15-60 min, no alert time), centred (the layout's window, as published), "
+                         "late (begins 1-10 min after the fault began, runs 5 min) or cropped (realistic, over a "
+                         "recording that begins at the fault)")
     ev.add_argument("--hide", default="", help="comma-separated: logs, traces, metrics, topology (read as absent)")
+    ev.add_argument("--resample", default="", metavar="STEP", help="metrics resampled to this step (1s, 5s, 60s)")
+    ev.add_argument("--vocabulary", default="", help="metric names rewritten: cadvisor, otel or short")
+    ev.add_argument("--fleet", type=int, default=0, metavar="N", help="N idle services of noise beside the real ones")
     ev.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
 
     es = sub.add_parser("eval-star", help="STAR's evaluation: injected reasoning faults, stage localisation")
@@ -449,7 +454,8 @@ async def _eval(args: argparse.Namespace) -> int:
                     for n in args.engine.split(",") if n.strip() in VARIANTS]  # fmt: skip
     engines += [build_engine(n.strip(), reasoner=reasoner, seed=seed, read_budget=budget) for seed in args.seeds
                 for n in args.engine.split(",") if n.strip() in VARIANTS]  # fmt: skip
-    protocol = parse_protocol(args.protocol, args.hide)
+    protocol = parse_protocol(args.protocol, args.hide, resample=args.resample, vocabulary=args.vocabulary,
+                              fleet=args.fleet)  # fmt: skip
     broken: list[BrokenCase] = []
     cases = [c for c in find_cases(args.path, broken=broken) if args.match in c.id]
     broken = [b for b in broken if args.match in b.id]

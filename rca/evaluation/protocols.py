@@ -11,6 +11,15 @@ An engine only ever sees an Incident; a protocol decides which one, from the lab
 - `centred`: the layout's own window (Nezha: 4-8 minutes before the injection to 3-6 after;
   PetShop: the publisher's whole issue file, with its alert time), kept to compare with
   published figures.
+- `late`: asked late, as `/rca checkout 5m` typed well into an incident: the window begins
+  1-10 minutes after the fault began and runs 5 minutes.
+- `cropped`: the realistic window over a recording that begins at the fault (a new pod, a
+  restarted exporter, a scrape gap): nothing before the fault is read, and normal behaviour
+  comes only from a stretch recorded apart, where the layout has one.
+
+Beside the placement, the metrics can be read as another system would record them
+(`rca.evaluation.transforms`): resampled to another step, named in another exporter's
+vocabulary, beside a fleet of idle services.
 
 Either can hide modalities (`logs`, `traces`, `metrics`) and the call graph (`topology`), as
 a team without tracing, or without a log pipeline, would be.
@@ -23,6 +32,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from rca.errors import InputError
+from rca.evaluation.transforms import Vocabulary, crop, parse_step, parse_vocabulary, reshaped
 from rca.model import Incident, IncidentCase, Modality, Sources, Window
 from rca.replay import with_window
 from rca.sources.protocols import MetricQuery
@@ -31,49 +41,84 @@ from rca.sources.protocols import MetricQuery
 class Placement(StrEnum):
     REALISTIC = "realistic"
     CENTRED = "centred"
+    LATE = "late"
+    CROPPED = "cropped"
 
 
 HIDEABLE = ("logs", "traces", "metrics", "topology")
 AFTER_SECONDS = (60.0, 300.0)  # the window ends this long after the fault began (1-5 minutes)
 REACH_SECONDS = (900.0, 1800.0, 3600.0)  # and reaches back this far (15, 30 or 60 minutes)
+LATE_SECONDS = (60.0, 600.0)  # asked late: the window begins this long after the fault began
+LATE_LENGTH = 300.0  # and runs this long
 
 
 @dataclass(frozen=True, slots=True)
 class Protocol:
     placement: Placement = Placement.REALISTIC
     hide: frozenset[str] = frozenset()
+    step: float | None = None  # metrics resampled to this step (seconds)
+    vocabulary: Vocabulary | None = None  # metric names rewritten to this vocabulary
+    fleet: int = 0  # idle services added beside the real ones
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.hide) - set(HIDEABLE))
         if unknown:
             raise InputError(f"cannot hide {', '.join(unknown)}; choose from {', '.join(HIDEABLE)}")
+        if self.fleet < 0:
+            raise InputError(f"a fleet cannot hold {self.fleet} services")
 
     @property
     def name(self) -> str:
-        hidden = f", {'+'.join(sorted(self.hide))} hidden" if self.hide else ""
-        return f"{self.placement.value}{hidden}"
+        parts = [self.placement.value]
+        if self.step is not None:
+            parts.append(f"resampled {self.step:g}s")
+        if self.vocabulary is not None:
+            parts.append(f"{self.vocabulary.value} names")
+        if self.fleet:
+            parts.append(f"fleet {self.fleet}")
+        if self.hide:
+            parts.append(f"{'+'.join(sorted(self.hide))} hidden")
+        return ", ".join(parts)
 
     async def place(self, case: IncidentCase) -> Incident:
         """The incident an engine is given for this case under this protocol."""
         incident = case.incident
         if self.placement is Placement.REALISTIC:
             incident = await realistic(case)
+        elif self.placement is Placement.LATE:
+            incident = await late(case)
+        elif self.placement is Placement.CROPPED:
+            incident = await realistic(case)
+            if case.label.start is not None:
+                incident = crop(incident, case.label.start)
+        incident = reshaped(incident, step=self.step, vocabulary=self.vocabulary, fleet=self.fleet)
         return hidden(incident, self.hide)
 
 
-def parse_protocol(placement: str, hide: str = "") -> Protocol:
-    """A protocol from the command line's `--protocol` and `--hide` (comma-separated)."""
+def parse_protocol(placement: str, hide: str = "", *, resample: str = "", vocabulary: str = "",
+                   fleet: int = 0) -> Protocol:  # fmt: skip
+    """A protocol from the command line's `--protocol`, `--hide` (comma-separated),
+    `--resample`, `--vocabulary` and `--fleet`."""
     try:
         where = Placement(placement.strip().lower())
     except ValueError:
         raise InputError(f"unknown protocol {placement!r}; choose from "
                          f"{', '.join(p.value for p in Placement)}") from None  # fmt: skip
-    return Protocol(where, frozenset(h.strip().lower() for h in hide.split(",") if h.strip()))
+    return Protocol(
+        where, frozenset(h.strip().lower() for h in hide.split(",") if h.strip()),
+        step=parse_step(resample) if resample else None,
+        vocabulary=parse_vocabulary(vocabulary) if vocabulary else None, fleet=fleet,
+    )  # fmt: skip
+
+
+def _draw(kind: str, case_id: str) -> int:
+    """A number fixed by the case id, one per kind of draw."""
+    return int.from_bytes(hashlib.sha256(f"{kind}:{case_id}".encode()).digest()[:8], "big")
 
 
 def realistic_window(case_id: str, start: float) -> Window:
     """The window a user would ask about, for a fault that began at `start` (no sampling yet)."""
-    digest = int.from_bytes(hashlib.sha256(f"realistic:{case_id}".encode()).digest()[:8], "big")
+    digest = _draw("realistic", case_id)
     lo, hi = AFTER_SECONDS
     after = lo + digest % int(hi - lo + 1)
     reach = REACH_SECONDS[(digest >> 20) % len(REACH_SECONDS)]
@@ -91,6 +136,23 @@ async def realistic(case: IncidentCase) -> Incident:
     window = realistic_window(case.id, start)
     first = await _first_sample_from(incident, start)
     if first is not None and first >= window.end:  # nothing of the fault sampled yet: no alert either
+        window = Window(window.start, first + 1.0)
+    return replace(with_window(incident, window), alert_time=None)
+
+
+async def late(case: IncidentCase) -> Incident:
+    """The case's incident asked late: a window that begins 1-10 minutes after the fault began
+    and runs 5 minutes (longer where no metric sample falls in it), without an alert time."""
+    incident = case.incident
+    start = case.label.start
+    if start is None:
+        note = "late protocol: the label gives no fault start, the layout's window is kept"
+        return replace(incident, alert_time=None, notes=(*incident.notes, note))
+    lo, hi = LATE_SECONDS
+    begin = start + lo + _draw("late", case.id) % int(hi - lo + 1)
+    window = Window(begin, begin + LATE_LENGTH)
+    first = await _first_sample_from(incident, begin)
+    if first is not None and first >= window.end:
         window = Window(window.start, first + 1.0)
     return replace(with_window(incident, window), alert_time=None)
 
