@@ -18,7 +18,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar, cast
@@ -167,11 +167,17 @@ def read_spans(path: Path) -> SpanTable:
     )  # fmt: skip
 
 
-def read_metrics(path: Path) -> tuple[list[Series], bool]:
+_STRAY_SECONDS = 86_400.0  # a sample time a day or more from the rest of its file was misrecorded
+
+
+def read_metrics(path: Path, notes: list[str] | None = None) -> tuple[list[Series], bool]:
     """Series of one metric file, one per numeric column, and whether it holds entry KPIs.
 
     A file keyed by PodName holds a pod's series (entity: its workload); one keyed by
-    ServiceName holds the KPIs measured at the system's entry (entity: that name).
+    ServiceName holds the KPIs measured at the system's entry (entity: that name). A
+    TimeStamp a day or more from the file's median is misrecorded: its row's Time stands
+    instead where it agrees with the file, else the row is left out; either is said in
+    `notes` (the case's data-quality notes), never placed silently.
     """
     frame = read_csv(path)
     if "PodName" in frame.columns:
@@ -186,6 +192,7 @@ def read_metrics(path: Path) -> tuple[list[Series], bool]:
         times = np.array([parse_timestamp(str(v)) for v in frame["Time"]], dtype=float)
     else:
         raise MalformedFile(path, "no TimeStamp or Time column")
+    times, frame = _stray_times_set_right(path, frame, times, notes)
     out = []
     for instance, part in frame.groupby(key, sort=False):
         idx = part.index.to_numpy()
@@ -198,6 +205,41 @@ def read_metrics(path: Path) -> tuple[list[Series], bool]:
             values = pd.to_numeric(part[col], errors="coerce").to_numpy(dtype=float)
             out.append(Series(entity, str(col), ts[order], values[order], str(instance)))
     return out, key == "ServiceName"
+
+
+def _stray_times_set_right(path: Path, frame: pd.DataFrame, times: np.ndarray,
+                           notes: list[str] | None) -> tuple[np.ndarray, pd.DataFrame]:  # fmt: skip
+    """The file's times with misrecorded ones set right from the Time column, or their rows
+    left out; what was done is said in `notes`."""
+    finite = np.isfinite(times)
+    if not finite.any():
+        return times, frame
+    stray = finite & (np.abs(times - np.median(times[finite])) >= _STRAY_SECONDS)
+    if not stray.any():
+        return times, frame
+    times = times.copy()
+    fixed = 0
+    if "Time" in frame.columns:
+        centre = float(np.median(times[finite & ~stray]))
+        for i in np.flatnonzero(stray):
+            try:
+                t = parse_timestamp(str(frame["Time"].iloc[i]))
+            except InputError:
+                continue
+            if abs(t - centre) < _STRAY_SECONDS:
+                times[i], stray[i] = t, False
+                fixed += 1
+    what = []
+    if fixed:
+        what.append(f"{fixed} set right from its Time column")
+    if stray.any():
+        what.append(f"{int(stray.sum())} left out")
+    if notes is not None:
+        notes.append(f"metric file {path.name}: {fixed + int(stray.sum())} sample time(s) a day or more from the "
+                     f"rest of the file ({', '.join(what)})")  # fmt: skip
+    log.warning("%s: misrecorded sample times (%s)", path, ", ".join(what))
+    keep = ~stray
+    return times[keep], frame.loc[keep].reset_index(drop=True)
 
 
 def _merge_logs(parts: Sequence[list[LogRecord]]) -> list[LogRecord]:
@@ -241,11 +283,11 @@ class _Folder:
         self._lock = threading.Lock()
         self._metrics: list[Series] | None = None
         self._kpi: set[str] = set()
-        self._skipped: list[str] = []  # metric-folder files that hold no series, and why
+        self._skipped: list[str] = []  # metric-folder files that hold no series, or misrecorded times, and why
         self._minutes: dict[Path, object] = {}  # a file's log lines or spans
         # what the same files read together give, computed once: merged records, span
         # indexes, call graphs (keyed by what it is and the files)
-        self._kept: dict[tuple[str, tuple[Path, ...]], object] = {}
+        self._kept: dict[tuple[str, str, tuple[Path, ...]], object] = {}
 
     def has(self, kind: str) -> bool:
         return bool(csv_files(self.path / kind))
@@ -256,7 +298,7 @@ class _Folder:
                 series: list[Series] = []
                 for f in csv_files(self.path / "metric"):
                     try:
-                        found, is_kpi = read_metrics(f)
+                        found, is_kpi = read_metrics(f, self._skipped)
                     except MalformedFile as e:  # another kind of file (a call list, an edge matrix) or a broken one
                         log.warning("%s", e)
                         self._skipped.append(f"metric file {f.name} skipped: {e.reason}")
@@ -268,7 +310,7 @@ class _Folder:
             return self._metrics
 
     def skipped(self) -> tuple[str, ...]:
-        """What was left out of the metric folder, and why."""
+        """What was left out of the metric folder or set right in it, and why."""
         self.metrics()
         return tuple(self._skipped)
 
@@ -330,12 +372,13 @@ class _Folder:
     def _keep(self, what: str, kind: str, window: Window | None, make: Callable[[tuple[Path, ...]], R]) -> R:
         """What `make` gives for the kind's minute files that touch the window, made once."""
         files = tuple(self._minute_files(kind, window))
+        key = (what, kind, files)  # no files of either kind would otherwise share a key
         with self._lock:
-            found = self._kept.get((what, files))
+            found = self._kept.get(key)
         if found is None:
             found = make(files)
             with self._lock:
-                self._kept[(what, files)] = found
+                self._kept[key] = found
         return cast(R, found)
 
     def nearest(self, kind: str, window: Window) -> Window | None:
@@ -352,13 +395,19 @@ class _Folder:
 
 
 class _FolderMetrics:
-    def __init__(self, folder: _Folder) -> None:
+    """Metrics of a day folder in the query's window, or of a fault-free folder whole."""
+
+    def __init__(self, folder: _Folder, *, whole: bool = False) -> None:
         self._folder = folder
+        self._whole = whole
 
     async def entities(self) -> tuple[str, ...]:
         return await InMemoryMetrics(self._folder.metrics()).entities()
 
     async def series(self, query: MetricQuery) -> list[Series]:
+        if self._whole:
+            everything = Window(-1e12, 1e12)
+            return await InMemoryMetrics(self._folder.metrics()).series(replace(query, window=everything))
         return await InMemoryMetrics(self._folder.metrics()).series(query)
 
 

@@ -226,3 +226,44 @@ def test_the_fault_free_stretch_is_kept_apart_from_the_look_back(nezha_slice: Pa
     assert free and all(r.time < normal.window.start for r in free)
     traces = case.incident.normal_for(Modality.TRACES)
     assert traces is not None and traces.fault_free is not None and traces.fault_free.traces is not None
+
+
+def test_a_misrecorded_sample_time_is_set_right_or_left_out_and_said(nezha_slice: Path, tmp_path: Path) -> None:
+    """A TimeStamp years from the rest of its file (a digit flipped) is not placed in another year."""
+    src = next((nezha_slice / "rca_data" / DAY / "metric").glob("ts-contacts-service*"))
+    with gzip.open(src, "rt") as fh:
+        lines = fh.read().splitlines()
+    header = lines[0].split(",")
+    at = header.index("TimeStamp")
+    rows = [line.split(",") for line in lines]
+    good = float(rows[2][at])
+    rows[2][at] = str(int(good) + 200_000_000)  # 1674... -> 1874...: six years on
+    rows[3][at] = str(int(float(rows[3][at])) + 200_000_000)
+    rows[3][header.index("Time")] = "not a time"
+    bad = tmp_path / "pod-a-5dc8d4f9fd-46997_metric.csv"
+    bad.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    notes: list[str] = []
+    series, _ = read_metrics(bad, notes)
+    cpu = series[0]
+    assert cpu.timestamps.max() - cpu.timestamps.min() < 86_400
+    assert any(abs(t - good) < 2 for t in cpu.timestamps)  # set right from its Time column
+    assert len(cpu) == len(lines) - 2  # the row with no readable Time left out
+    assert notes and "1 set right" in notes[0] and "1 left out" in notes[0] and bad.name in notes[0]
+
+
+def test_a_window_without_minute_files_gives_each_kind_its_own_empty_answer(nezha_slice: Path) -> None:
+    """Logs and spans of a window no minute file touches are both empty, each of its own kind:
+    the one read first must not answer for the other (a late window on a day with gaps)."""
+    from rca.model import Window
+    from rca.replay import with_window
+
+    (case,) = find_cases(nezha_slice)
+    far = Window(INJECT + 6 * 3600, INJECT + 6 * 3600 + 300)
+    logs, traces = case.incident.sources.logs, case.incident.sources.traces
+    assert logs is not None and traces is not None
+    assert asyncio.run(logs.records(LogQuery(far))) == []
+    spans = asyncio.run(traces.spans(SpanQuery(far)))
+    assert len(spans) == 0
+    topology = with_window(case.incident, far).sources.topology  # the call graph of those minutes' spans
+    assert topology is not None
+    asyncio.run(topology.topology())
