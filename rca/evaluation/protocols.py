@@ -91,6 +91,11 @@ class Protocol:
             incident = await realistic(case)
             if case.label.start is not None:
                 incident = crop(incident, case.label.start)
+        return self.record(incident)
+
+    def record(self, incident: Incident) -> Incident:
+        """A placed incident as this protocol's system records it: metrics resampled, renamed,
+        beside a fleet, and modalities hidden."""
         incident = reshaped(incident, step=self.step, vocabulary=self.vocabulary, fleet=self.fleet)
         return hidden(incident, self.hide)
 
