@@ -54,10 +54,14 @@ def mine(miner: TemplateMiner, records: Sequence[LogRecord]) -> list[MinedLog]:
     Where the format names the code location, lines of one template written at two places
     are two templates: two code paths that print alike (a loop's first and last step, say)
     stop apart when one of them is cut short.
+
+    Templates grow from the lines met first, so lines are met in one order: by time, then
+    service, pod, code location and text, whatever order the backend gave the lines of one
+    instant in.
     """
     out = []
     cache: dict[str, tuple[str, str]] = {}
-    for r in records:
+    for r in sorted(records, key=lambda r: (r.time, r.entity, r.instance, r.location, r.message, r.severity.value)):
         text = r.message[:MAX_MESSAGE]
         key = f"{r.entity}\x00{text}"
         hit = cache.get(key)
