@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -43,8 +44,10 @@ from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, RepairResult, RepairStep, repair
 from rca.star.verify import VerificationRun, run_tests
 from rca.trace import Trace, from_json, to_json
+from storage.database import StorageError
 from storage.investigations import InvestigationRow, Store
 
+log = logging.getLogger("rcabot.desk")
 if TYPE_CHECKING:  # bot.jobs runs its jobs on a Desk: it imports this module
     from bot.config import Settings
     from bot.jobs import JobQueue
@@ -269,7 +272,10 @@ class Desk:
                     yield item
                 await future
         except BaseException as exc:
-            await asyncio.to_thread(self.store.fail, run.id, f"{type(exc).__name__}: {exc}")
+            try:
+                await asyncio.to_thread(self.store.fail, run.id, f"{type(exc).__name__}: {exc}")
+            except StorageError:  # the database is what failed: the run is marked interrupted on restart
+                log.warning("could not record investigation %s as failed", run.id, exc_info=True)
             raise
         finally:
             self._running.pop(run.id, None)

@@ -37,6 +37,18 @@ STORAGE_DOWN = ("⚠️ Storage unavailable: rcabot cannot record an investigati
 DAY = 86400.0
 
 
+def failure(exc: BaseException) -> tuple[str, str]:
+    """What failed, in plain words, and what the user can do about it."""
+    if isinstance(exc, StorageError):
+        return ("storage unavailable, so the verdict could not be recorded",
+                "Run the command again once the database is back.")  # fmt: skip
+    if isinstance(exc, RcaError | OSError | ValueError):
+        return (render.plain(str(exc))[:500] or type(exc).__name__,
+                "Check the window and the service name, or try again; `/rca help` shows the usage.")  # fmt: skip
+    return (f"an internal error ({type(exc).__name__})",
+            "It is in rcabot's log; try again, and report it if it repeats.")  # fmt: skip
+
+
 class SlackFront:
     def __init__(self, desk: Desk, client: AsyncWebClient, *, stream_interval: float = 1.0,
                  allowed_channels: frozenset[str] = frozenset(), allowed_users: frozenset[str] = frozenset(),
@@ -78,8 +90,17 @@ class SlackFront:
         self._groups[group] = (self.clock(), users)
         return users
 
-    def status_text(self, channel: str) -> str:
+    async def status_text(self, channel: str) -> str:
         text = render.status(self.desk.running(channel), queued=self.desk.queued_ahead())
+        try:
+            return text + await asyncio.to_thread(self._recorded_status, channel)
+        except StorageError as exc:
+            log.warning("status without the database: %s", exc)
+            return text + "\n⚠️ Storage unavailable: the summary schedule and alert counts cannot be read right now."
+
+    def _recorded_status(self, channel: str) -> str:
+        """The part of the status the database holds: the summary slot and unrouted alerts."""
+        text = ""
         sub = self.schedule.subscription(channel) if self.schedule is not None else None
         if sub is not None:
             text += f"\nDaily summary here: next at {render.clock(sub.next_run, sub.tz)}."
@@ -213,15 +234,32 @@ class SlackFront:
                 finished = finished or isinstance(event, Finished)
                 for line in narrator.lines(event):
                     await stream.add(render.plain(line))
-        except (RcaError, OSError, ValueError) as exc:
-            log.warning("investigation %s failed", run.id, exc_info=True)
-            await stream.close(f"❌ The investigation failed: {render.plain(str(exc))[:500]}")
-            await self._update_parent(run, parent_ts or ts, f"❌ failed: {render.plain(str(exc))[:200]}")
+        except Exception as exc:  # the edge of the run: whatever broke, the thread is told and closed
+            await self._failed(run, stream, ts, parent_ts or ts, exc)
             return
         await stream.close()
-        if not finished or not await self.desk.take_posting(run.id):  # another replica holds the thread now
-            return
-        await self._post_verdict(run, ts, parent_ts or ts)
+        try:
+            if not finished or not await self.desk.take_posting(run.id):  # another replica holds the thread now
+                return
+            await self._post_verdict(run, ts, parent_ts or ts)
+        except Exception as exc:
+            await self._failed(run, None, ts, parent_ts or ts, exc, after_verdict=True)
+
+    async def _failed(self, run: Run, stream: ThreadStream | None, thread_ts: str, parent_ts: str, exc: Exception,
+                      *, after_verdict: bool = False) -> None:  # fmt: skip
+        """Say in the thread what failed and what to do, close its stream, mark the parent."""
+        what, todo = failure(exc)
+        if isinstance(exc, RcaError | StorageError):
+            log.warning("investigation %s failed", run.id, exc_info=True)
+        else:
+            log.exception("investigation %s failed unexpectedly", run.id)
+        where = "Posting the verdict failed" if after_verdict else "The investigation failed"
+        text = f"❌ {where}: {what}. {todo}"
+        if stream is not None:
+            await stream.close(text)
+        else:
+            await self._post(run.channel, thread_ts, text, [render.section(text)])
+        await self._update_parent(run, parent_ts, f"❌ failed: {what[:200]}")
 
     async def _post_verdict(self, run: Run, ts: str, parent_ts: str) -> None:
         verdict, incident = await self.desk.verdict_and_incident(run.id)  # one lookup and audit for both
@@ -282,8 +320,12 @@ class SlackFront:
 
         try:
             before, after, result = await self.desk.repair(investigation, progress=shown)
-        except RcaError as exc:
-            await stream.close(f"❌ Repair failed: {render.plain(str(exc))[:500]}")
+        except Exception as exc:  # the edge of the button: the thread is told and the stream closed
+            what, todo = failure(exc)
+            if not isinstance(exc, RcaError | StorageError):
+                log.exception("repair of %s failed unexpectedly", investigation)
+            await asyncio.gather(*pending, return_exceptions=True)
+            await stream.close(f"❌ Repair failed: {what}. {todo}")
             return
         await asyncio.gather(*pending)
         await stream.close()

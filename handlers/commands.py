@@ -28,8 +28,9 @@ def register(app: AsyncApp, front: Front, *, command: str = "/rca") -> None:
         if request.kind is Kind.HELP:
             await ack(response_type="ephemeral", text=USAGE)
             return
-        if request.kind is Kind.STATUS:
-            await ack(response_type="ephemeral", text=front.status_text(channel))
+        if request.kind is Kind.STATUS:  # acked first: the status reads the database
+            await ack()
+            await reply(respond, await front.status_text(channel))
             return
         # the allow-list may ask Slack who is in a user group: that comes after the ack
         if request.kind is Kind.SUMMARY:

@@ -30,8 +30,9 @@ class Front(Protocol):
         """Whether this user may start investigations and repairs in this channel."""
         ...
 
-    def status_text(self, channel: str) -> str:
-        """The running investigations of a channel, as a message."""
+    async def status_text(self, channel: str) -> str:
+        """The running investigations of a channel, as a message (what the database holds read
+        off the event loop; what it cannot give said as unavailable)."""
         ...
 
     async def investigate(self, command: RcaCommand, *, channel: str, user: str, team: str,

@@ -133,7 +133,7 @@ def test_an_alert_no_route_takes_is_recorded_and_said_in_status(tmp_path: Path, 
                     break
                 await asyncio.sleep(0.1)
             assert bot.alerts.store.unrouted_since(0) == 1 and not slack.of("chat.postMessage")
-            assert "matched no route" in bot.front.status_text(CHANNEL)
+            assert "matched no route" in await bot.front.status_text(CHANNEL)
 
     run(scenario)
 

@@ -166,8 +166,11 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             assert any("not a time of day" in t for t in texts) and any(t.startswith("Done") for t in texts)
             sub = bot.schedule.subscription(CHANNEL)
             assert sub is not None and sub.tz == "Europe/Berlin" and sub.next_run > time.time()
+            before = len(slack.responses)
             status, body, _ = await post(url, command_body("status", response_url=slack.response_url(), trigger_id="t-s3"))
-            assert "Daily summary here: next at" in body and "Europe/Berlin" in body
+            assert status == 200 and "Daily summary" not in body  # acked at once: the status reads the database after
+            await _response(slack, before + 1)
+            assert "Daily summary here: next at" in slack.responses[before]["text"] and "Europe/Berlin" in slack.responses[before]["text"]
             # its slot comes: the summary job posts the last day's investigations of this channel
             bot.schedule.subscribe(CHANNEL, cron=sub.cron, tz=sub.tz, user="U0ONCALL", now=time.time() - 86400)
             job = asyncio.create_task(bot.front.run_summaries())
@@ -196,11 +199,12 @@ def test_refusals_and_usage(tmp_path: Path, nezha_slice: Path) -> None:
             status, body, _ = await post(url, command_body("help", response_url=slack.response_url(), trigger_id="t-b"))
             assert "Usage" in body
             status, body, _ = await post(url, command_body("status", response_url=slack.response_url(), trigger_id="t-c"))
-            assert "No investigation is running" in body
+            await _response(slack, 1)
+            assert "No investigation is running" in slack.responses[0]["text"]
             await post(url, command_body("Frontnd 10m", response_url=slack.response_url("bad"), trigger_id="t-d"))
             await post(url, command_body("Frontend 99q", response_url=slack.response_url("bad"), trigger_id="t-e"))
             for _ in range(40):
-                if len(slack.responses) >= 2:
+                if len(slack.responses) >= 3:
                     break
                 await asyncio.sleep(0.1)
             texts = [r["text"] for r in slack.responses]

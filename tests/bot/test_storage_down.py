@@ -84,6 +84,14 @@ def test_rca_says_storage_is_unavailable_and_recovers(tmp_path: Path, nezha_slic
                 await asyncio.sleep(0.1)
             assert slack.responses and "Storage unavailable" in slack.responses[0]["text"]
             assert not slack.of("chat.postMessage")  # nothing posted for a run that was never recorded
+            status, _, _ = await post(endpoint, command_body("status", response_url=slack.response_url(),
+                                                             trigger_id="t-status-down"))  # fmt: skip
+            assert status == 200  # acked before the database is read
+            for _ in range(100):
+                if len(slack.responses) > 1:
+                    break
+                await asyncio.sleep(0.1)
+            assert "Storage unavailable" in slack.responses[1]["text"]
             server = start()  # the database is back (recovered from its crash): the next command runs
             status, _, _ = await post(endpoint, command_body("Frontend 10m", response_url=slack.response_url(),
                                                              trigger_id="t-back"))  # fmt: skip
@@ -92,5 +100,36 @@ def test_rca_says_storage_is_unavailable_and_recovers(tmp_path: Path, nezha_slic
                     break
                 await asyncio.sleep(0.1)
             assert [r.service for r in bot.store.between(0, 1e12)] == ["Frontend"]
+
+    run(scenario)
+
+
+def test_storage_lost_mid_investigation_leaves_no_thread_hanging(tmp_path: Path, nezha_slice: Path,
+                                                                 own_postgres: tuple[str, Callable[[], subprocess.Popen[bytes]]]) -> None:  # fmt: skip
+    """The database dies while an investigation runs: its stream is closed, the thread says
+    what failed and what to do, and the parent message no longer says it is running."""
+    url, start = own_postgres
+    server = start()
+
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, settings_={"db": url}) as (_bot, slack, endpoint):
+            status, _, _ = await post(endpoint, command_body("Frontend 10m", response_url=slack.response_url(),
+                                                             trigger_id="t-mid"))  # fmt: skip
+            assert status == 200
+            for _ in range(300):  # the thread is open and narrating: the run is recorded
+                if slack.of("chat.startStream") or slack.of("chat.appendStream"):
+                    break
+                await asyncio.sleep(0.02)
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(10)
+            for _ in range(600):
+                updates = [c for c in slack.of("chat.update") if "failed" in str(c.params.get("text", ""))]
+                if updates and not slack.open_streams():
+                    break
+                await asyncio.sleep(0.05)
+            assert not slack.open_streams(), "a stream was left open"
+            assert updates, "the parent still says it is running"
+            told = " ".join(str(c.params) for c in slack.calls)
+            assert "storage unavailable" in told and "database is back" in told
 
     run(scenario)
