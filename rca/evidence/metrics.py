@@ -82,9 +82,19 @@ def shift_of(normal: Series | None, now: Series) -> MetricShift | None:
     )  # fmt: skip
 
 
-def metric_shifts(normal: Sequence[Series], now: Sequence[Series]) -> list[MetricShift]:
-    """A MetricShift per series of the incident window, strongest first."""
-    base = {(s.entity, s.metric, s.instance): s for s in normal}
+def unmatched(normal: Sequence[Series], now: Sequence[Series]) -> set[tuple[str, str, str]]:
+    """The window's series (entity, metric, instance) with no point recorded before the window."""
+    held = {(s.entity, s.metric, s.instance) for s in normal if np.isfinite(s.values).any()}
+    return {(s.entity, s.metric, s.instance) for s in now} - held
+
+
+def metric_shifts(normal: Sequence[Series], now: Sequence[Series], fault_free: Sequence[Series] = ()) -> list[MetricShift]:
+    """A MetricShift per series of the incident window, strongest first. A series' normal is
+    its own recent past: its look-back (`normal`), or where that holds too little of it, the
+    window's own start. Only a series with no point recorded before the window (a recording
+    that begins inside it) is measured against a stretch recorded apart (`fault_free`)."""
+    base = {(s.entity, s.metric, s.instance): s for s in fault_free}
+    base.update({(s.entity, s.metric, s.instance): s for s in normal if np.isfinite(s.values).any()})
     out = [shift for s in now if (shift := shift_of(base.get((s.entity, s.metric, s.instance)), s)) is not None]
     return sorted(out, key=lambda m: -m.score)
 

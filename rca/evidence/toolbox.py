@@ -35,7 +35,7 @@ from rca.evidence.logs import (
     normal_logs,
     template_shifts,
 )
-from rca.evidence.metrics import MetricShift, metric_shifts
+from rca.evidence.metrics import MetricShift, metric_shifts, unmatched
 from rca.evidence.traces import NO_GAPS, GapShare, LatencyShift, latency_shifts, timings
 from rca.model import Incident, LineCounts, LogRecord, Modality, Span, SpanTable
 from rca.signals import Signal, is_host_metric
@@ -314,7 +314,14 @@ class Toolbox:
                         ref = await self._read("metrics", normal.sources.metrics.series(MetricQuery(normal.window)), [])
                     elif normal is None or normal.sources.metrics is None:
                         self.missing.append("normal metrics: absent, the start of the window serves")
-                    for m in metric_shifts(ref, now):
+                    free = []  # read only where the look-back leaves a series without a normal
+                    if (normal is not None and normal.fault_free is not None and normal.fault_free.metrics is not None
+                            and len(lacking := unmatched(ref, now))):  # fmt: skip
+                        query = MetricQuery(normal.window, tuple(sorted({e for e, _, _ in lacking})))
+                        free = await self._read("metrics", normal.fault_free.metrics.series(query), [])
+                        self.missing.append(f"normal metrics: {len(lacking)} series with nothing recorded before "
+                                            "the window, measured against the stretch recorded apart")  # fmt: skip
+                    for m in metric_shifts(ref, now, free):
                         self._metrics.setdefault(m.entity, []).append(m)
             return self._metrics
 

@@ -568,7 +568,10 @@ def day_incident(name: str, folder: _Folder, normal: _Folder | None, case_id: Ca
     lookback = Window(window.start - NORMAL_LOOKBACK_SECONDS, window.start)
     normals: dict[Modality, Normal] = {}
     if has_metrics:
-        normals[Modality.METRICS] = Normal(lookback, sources)
+        free_metrics = normal if normal is not None and normal.has("metric") else None
+        normals[Modality.METRICS] = Normal(
+            lookback, sources, Sources(metrics=_FolderMetrics(free_metrics, whole=True)) if free_metrics else None
+        )
     free_logs = normal if normal is not None and normal.has("log") else None
     free_traces = normal if normal is not None and normal.has("trace") else None
     if has_logs or free_logs:
