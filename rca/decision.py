@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from rca.hypotheses import RANK_PRECISION as PRECISION
 from rca.hypotheses import Hypothesis
 from rca.search.state import Decision, RankedCause
 
@@ -28,8 +29,23 @@ def confidences(ranked: Sequence[Hypothesis]) -> list[float]:
     return out
 
 
+def tied(hypotheses: Sequence[Hypothesis]) -> tuple[Hypothesis, ...]:
+    """The leader and every hypothesis whose value equals its value at the ranking's
+    precision: what the evidence does not tell apart (empty when nothing is ranked)."""
+    if not hypotheses:
+        return ()
+    lead = round(hypotheses[0].value, PRECISION)
+    return tuple(h for h in hypotheses if round(h.value, PRECISION) == lead)
+
+
+def either(names: Sequence[str]) -> str:
+    """`a`, `a or b`, `a, b or c`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 def decide(hypotheses: Sequence[Hypothesis], *, symptom: str, top: int = 10) -> Decision:
-    """The ranking, its confidence and a one-line summary."""
+    """The ranking, its confidence and a one-line summary; where the evidence scores several
+    leaders the same, the summary names them all ("A or B"), never one by its place in a list."""
     ranked = list(hypotheses[:top])
     if not ranked:
         return Decision((), 0.0, "no anomaly explains the symptom in what could be read")
@@ -38,8 +54,14 @@ def decide(hypotheses: Sequence[Hypothesis], *, symptom: str, top: int = 10) -> 
         RankedCause(h.service, h.fault_type.value, c, h.id) for h, c in zip(ranked, conf, strict=True)
     )
     lead = ranked[0]
-    summary = (
-        f"{lead.service} ({lead.fault_type.value}) explains the symptom at "
-        f"{symptom or 'the entry'}: {lead.rationale}"
-    )
+    level = tied(hypotheses)
+    if len(level) > 1:
+        names = either([f"{h.service} ({h.fault_type.value})" for h in level])
+        summary = (f"{names} explain the symptom at {symptom or 'the entry'} equally: their evidence scores "
+                   f"the same ({lead.value:.{PRECISION}f}), and a check between them is needed")  # fmt: skip
+    else:
+        summary = (
+            f"{lead.service} ({lead.fault_type.value}) explains the symptom at "
+            f"{symptom or 'the entry'}: {lead.rationale}"
+        )
     return Decision(causes, conf[0], summary)

@@ -37,6 +37,7 @@ from rca.rules.victims import VictimTerms, explaining_callee, victim_share
 from rca.signals import Signal, bad_direction, is_host_metric
 
 HypothesisId = NewType("HypothesisId", str)
+RANK_PRECISION = 3  # decimal places the ranking tells values apart at
 _EXCEPTION_WORDS = ("exception", "threw", "throwable", "stacktrace", "caused by")
 
 
@@ -270,7 +271,8 @@ def score_hypotheses(
     strength = {e: (max((ev.score for ev in evidence if ev.entity == e and ev.id in board.current
                          and ev.id in board.cites.get(e, ())), default=0.0),
                     max((ev.score for ev in evidence if ev.entity == e), default=0.0)) for e in adjusted}  # fmt: skip
-    ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], 3), -strength[kv[0]][0], -strength[kv[0]][1], kv[0]))
+    ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], RANK_PRECISION), -strength[kv[0]][0],
+                                                      -strength[kv[0]][1], kv[0]))  # fmt: skip
     out = []
     for i, (entity, (value, why)) in enumerate(ranked, start=1):
         _, fault, cites = best[entity]

@@ -39,3 +39,14 @@ def test_a_hypothesis_that_clearly_leads_is_more_confident_than_one_that_ties(va
 def test_two_near_zero_values_that_rank_apart_by_strength_give_no_negative_confidence() -> None:
     """Values that tie to the ranking's precision can come in either order."""
     assert min(confidences(_hyps([0.00041, 0.00049]))) >= 0.0
+
+
+def test_leaders_the_evidence_scores_the_same_are_named_together() -> None:
+    from rca.decision import tied
+
+    level = decide(_hyps([0.4213, 0.4208, 0.2]), symptom="front")  # equal at the ranking's precision
+    assert "s0 (cpu) or s1 (cpu)" in level.summary and "equally" in level.summary
+    assert [h.service for h in tied(_hyps([0.4213, 0.4208, 0.2]))] == ["s0", "s1"]
+    clear = decide(_hyps([0.43, 0.42, 0.2]), symptom="front")
+    assert " or " not in clear.summary and clear.summary.startswith("s0 (cpu)")
+    assert tied([]) == ()
