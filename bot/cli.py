@@ -152,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--protocol", default="realistic",
                     help="where each window lies: realistic (default: ends 1-5 min after the fault began, "
                          "reaches back 15-60 min, no alert time), centred (the layout's window, as published), "
-                         "late (begins 1-10 min after the fault began, runs 5 min) or cropped (realistic, over a "
+                         "late (begins 1-10 min after the fault began, runs 15 min) or cropped (realistic, over a "
                          "recording that begins at the fault)")
     ev.add_argument("--hide", default="", help="comma-separated: logs, traces, metrics, topology (read as absent)")
     ev.add_argument("--resample", default="", metavar="STEP", help="metrics resampled to this step (1s, 5s, 60s)")

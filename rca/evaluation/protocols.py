@@ -11,8 +11,10 @@ An engine only ever sees an Incident; a protocol decides which one, from the lab
 - `centred`: the layout's own window (Nezha: 4-8 minutes before the injection to 3-6 after;
   PetShop: the publisher's whole issue file, with its alert time), kept to compare with
   published figures.
-- `late`: asked late, as `/rca checkout 5m` typed well into an incident: the window begins
-  1-10 minutes after the fault began and runs 5 minutes.
+- `late`: asked late, as `/rca checkout 15m` typed well into an incident: the window begins
+  1-10 minutes after the fault began and runs 15 minutes. Where faults follow each other
+  within minutes (TrainTicket's and OnlineBoutique's every 7-9), such a window often holds the
+  next fault's start too.
 - `cropped`: the realistic window over a recording that begins at the fault (a new pod, a
   restarted exporter, a scrape gap): nothing before the fault is read, and normal behaviour
   comes only from a stretch recorded apart, where the layout has one.
@@ -49,7 +51,7 @@ HIDEABLE = ("logs", "traces", "metrics", "topology")
 AFTER_SECONDS = (60.0, 300.0)  # the window ends this long after the fault began (1-5 minutes)
 REACH_SECONDS = (900.0, 1800.0, 3600.0)  # and reaches back this far (15, 30 or 60 minutes)
 LATE_SECONDS = (60.0, 600.0)  # asked late: the window begins this long after the fault began
-LATE_LENGTH = 300.0  # and runs this long
+LATE_LENGTH = 900.0  # and runs this long (`/rca checkout 15m`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +149,7 @@ async def realistic(case: IncidentCase) -> Incident:
 
 async def late(case: IncidentCase) -> Incident:
     """The case's incident asked late: a window that begins 1-10 minutes after the fault began
-    and runs 5 minutes (longer where no metric sample falls in it), without an alert time."""
+    and runs 15 minutes (longer where no metric sample falls in it), without an alert time."""
     incident = case.incident
     start = case.label.start
     if start is None:
