@@ -28,16 +28,20 @@ from bot.terminal import (
     render_event,
     render_verification,
 )
+from rca.calibration import fit
 from rca.engines import Engine, build_engine, engine_names
 from rca.engines.lats import VARIANTS, SearchEngine, diagnosis_of
 from rca.errors import InputError, RcaError
 from rca.evaluation.harness import evaluate
 from rca.evaluation.protocols import parse_protocol
 from rca.evaluation.report import (
+    calibration_rows,
     coverages,
+    render_calibration,
     render_costs,
     render_coverage,
     render_errors,
+    render_fit,
     render_seed_spread,
     render_table,
     summaries,
@@ -192,6 +196,11 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("rules", help="the scoring rules, each with its principle (for --ablate rule:NAME)")
 
+    cal = sub.add_parser("calibrate", help="fit the first place's probability on `rcabot eval --json` results")
+    cal.add_argument("results", nargs="+", type=Path, help="eval JSON files (every set, every protocol)")
+    cal.add_argument("--engine", default="lats", help="whose first places to fit on (default lats)")
+    cal.add_argument("--out", type=Path, help="write the calibration here (the package's: rca/calibration.json)")
+
     sub.add_parser("serve", help="run the Slack app (settings from the environment, see .env.example)")
     sub.add_parser("worker", help="run investigations from the job queue (RCABOT_QUEUE), for `serve` replicas")
 
@@ -244,6 +253,8 @@ async def _run(args: argparse.Namespace) -> int:
         for rule in RULES:
             print(f"{rule.name:<14} {rule.principle}")
         return 0
+    if args.command == "calibrate":
+        return _calibrate(args)
     if args.command == "audit":
         return await _audit(args)
     if args.command == "eval-star":
@@ -472,12 +483,35 @@ async def _eval(args: argparse.Namespace) -> int:
         print(spread)
     print()
     print(render_costs(results))
+    print()
+    print(render_calibration(results))
     if audited := render_coverage(coverages(results)):
         print()
         print(audited)
     if args.json_out:
         args.json_out.write_text(json.dumps(to_json(results, protocol=protocol.name), indent=1))
         print(f"wrote {len(results)} result(s) to {args.json_out}")
+    return 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    rows = []
+    for path in args.results:
+        try:
+            rows += calibration_rows(json.loads(path.read_text()), args.engine)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise InputError(f"{path}: not an `rcabot eval --json` result ({type(exc).__name__}: {exc})") from None
+    if not rows:
+        raise InputError(f"no first places of {args.engine} in {', '.join(str(p) for p in args.results)}")
+    sets = sorted({d for d, *_ in rows})
+    calibration = fit([(f, ok) for *_, f, ok in rows],
+                      fitted_on=f"{len(rows)} first places of {args.engine}: {', '.join(sets)}; "
+                                f"protocols {', '.join(sorted({p for _, p, *_ in rows}))}")  # fmt: skip
+    print(render_fit(rows, calibration))
+    print(f"likely from p >= {calibration.likely:.3f}; weights {', '.join(f'{w:.3f}' for w in calibration.weights)}")
+    if args.out:
+        args.out.write_text(json.dumps(calibration.to_json(), indent=1) + "\n")
+        print(f"wrote {args.out}")
     return 0
 
 

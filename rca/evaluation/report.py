@@ -5,10 +5,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from rca.calibration import (
+    Calibration,
+    Features,
+    expected_calibration_error,
+    features,
+    fit,
+    shipped,
+    trace_features,
+)
 from rca.evaluation.harness import CaseResult
 from rca.evaluation.metrics import COVERAGES, Coverage, Outcome, Summary, coverage, summarise
+from rca.hypotheses import RANK_PRECISION
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: each case's calibrated probability and tied first places
 
 
 def summaries(results: Sequence[CaseResult]) -> list[Summary]:
@@ -89,6 +99,85 @@ def render_costs(results: Sequence[CaseResult]) -> str:
     return "\n".join(lines)
 
 
+def probability(r: CaseResult, calibration: Calibration | None = None) -> float:
+    """The calibrated probability that the case's first place is right (rca.calibration)."""
+    cal = calibration or shipped()
+    if r.diagnosis.trace is not None:
+        return cal.probability(trace_features(r.diagnosis.trace))
+    read = sum(r.incident.sources.modalities().values()) if r.incident is not None else 0
+    return cal.probability(features([c.score for c in r.diagnosis.ranking], read))
+
+
+def tied_first(r: CaseResult) -> int:
+    """How many candidates share the first place's value at the ranking's precision (the
+    trace's hypothesis values where there is a trace, else the ranking's scores)."""
+    trace = r.diagnosis.trace or {}
+    hyps = trace.get("hypothesis_set", {}).get("hypotheses", []) if isinstance(trace, dict) else []
+    values = [float(h["value"]) for h in hyps] or [c.score for c in r.diagnosis.ranking]
+    if not values:
+        return 0
+    return sum(round(v, RANK_PRECISION) == round(values[0], RANK_PRECISION) for v in values)
+
+
+def calibration_rows(evaluation: dict, engine: str = "lats") -> list[tuple[str, str, Features, bool]]:
+    """From an evaluation's JSON (this module's format): per case of `engine`, its dataset,
+    the protocol, the features of its ranking and whether its first place was right."""
+    out = []
+    for case in evaluation.get("cases", []):
+        if case.get("engine") != engine or case.get("error"):
+            continue
+        ranking = case.get("ranking") or []
+        f = features([float(c["score"]) for c in ranking], sum(bool(v) for v in (case.get("modalities") or {}).values()))
+        right = bool(ranking) and ranking[0]["service"] == case["truth"]["service"]
+        out.append((str(case["dataset"]), str(evaluation.get("protocol", "")), f, right))
+    return out
+
+
+def render_fit(rows: Sequence[tuple[str, str, Features, bool]], calibration: Calibration) -> str:
+    """Per (dataset, protocol): AC@1, mean probability and ECE in the fit, and left out: the
+    same from a fit on the other datasets only (what a system never evaluated would get)."""
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, (dataset, protocol, _, _) in enumerate(rows):
+        groups[(dataset, protocol)].append(i)
+    head = f"{'dataset':<20} {'protocol':<36} {'cases':>5} {'AC@1':>6} {'mean p':>6} {'ECE':>6} {'out p':>6} {'out ECE':>7}"
+    lines = [head, "-" * len(head)]
+    apart = {d: fit([(f, ok) for dd, _, f, ok in rows if dd != d]) for d in {r[0] for r in rows}
+             if any(r[0] != d for r in rows)}  # fmt: skip
+    for (dataset, protocol), idx in sorted(groups.items()):
+        right = [rows[i][3] for i in idx]
+        probs = [calibration.probability(rows[i][2]) for i in idx]
+        out = [apart[dataset].probability(rows[i][2]) for i in idx] if dataset in apart else probs
+        lines.append(f"{dataset:<20} {protocol:<36} {len(idx):>5} {sum(right) / len(idx):>6.3f} "
+                     f"{sum(probs) / len(idx):>6.3f} {expected_calibration_error(probs, right):>6.3f} "
+                     f"{sum(out) / len(idx):>6.3f} {expected_calibration_error(out, right):>7.3f}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def render_calibration(results: Sequence[CaseResult], calibration: Calibration | None = None) -> str:
+    """Per (dataset, engine): how far the calibrated probability of a first place is from how
+    often it was right (ECE), what share is said as likely and how often those were right, and
+    the share of first places tied with the second."""
+    cal = calibration or shipped()
+    groups: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
+    for r in results:
+        groups[(r.outcome.dataset, r.outcome.engine)].append(r)
+        groups[("all", r.outcome.engine)].append(r)
+    head = (f"{'group':<28} {'engine':<22} {'cases':>5} {'AC@1':>6} {'mean p':>6} {'ECE':>6} "
+            f"{'likely':>6} {'AC@1 L':>6} {'tied':>6}")  # fmt: skip
+    lines = [f"calibration (rca/calibration.json: 'likely' from p >= {cal.likely:.2f}): ECE of the first place's "
+             "probability; likely = share said as likely, AC@1 L = how often those were right; tied = first "
+             "places the evidence scores the same as the second", head, "-" * len(head)]  # fmt: skip
+    for (group, engine), rs in sorted(groups.items(), key=lambda kv: (kv[0][0] == "all", kv[0])):
+        probs = [probability(r, cal) for r in rs]
+        right = [r.outcome.right for r in rs]
+        likely = [ok for p, ok in zip(probs, right, strict=True) if p >= cal.likely]
+        acc_likely = f"{sum(likely) / len(likely):6.3f}" if likely else "   -  "
+        lines.append(f"{group:<28} {engine:<22} {len(rs):>5} {sum(right) / len(rs):>6.3f} "
+                     f"{sum(probs) / len(probs):>6.3f} {expected_calibration_error(probs, right):>6.3f} "
+                     f"{len(likely) / len(rs):>6.3f} {acc_likely} {sum(tied_first(r) > 1 for r in rs) / len(rs):>6.3f}")  # fmt: skip
+    return "\n".join(lines)
+
+
 def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
     """The stable evaluation format other tools read."""
     cases = []
@@ -111,6 +200,8 @@ def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
                 "llm_calls": d.cost.llm_calls,
                 "llm_tokens": d.cost.llm_tokens,
                 "error": r.error,
+                "probability": round(probability(r), 4),
+                "tied_first": tied_first(r),
                 "audit": ({"score": round(o.audit.score, 4), "support": round(o.audit.support, 4),
                            "trust": round(o.audit.trust, 4), "route": o.audit.route,
                            "weakest_stage": o.audit.weakest_stage} if o.audit is not None else None),

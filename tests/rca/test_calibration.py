@@ -1,0 +1,85 @@
+"""The first place's probability: fitted from outcomes, monotone in what should raise it,
+honest about what it cannot tell, and shipped with the package."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from rca.calibration import (
+    Calibration,
+    Features,
+    expected_calibration_error,
+    features,
+    fit,
+    likely_threshold,
+    reliability,
+    shipped,
+)
+
+
+def _rows(n: int = 2000, seed: int = 1) -> list[tuple[Features, bool]]:
+    """Outcomes drawn so that a clearer lead is right more often."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        conf, margin = rng.uniform(0.02, 0.9), rng.uniform(0.0, 1.0)
+        out.append((Features(conf, margin, 3), rng.random() < 0.3 + 0.6 * margin))
+    return out
+
+
+def test_a_fit_is_calibrated_on_what_it_was_fitted_on_and_rises_with_the_lead() -> None:
+    rows = _rows()
+    cal = fit(rows)
+    probs = [cal.probability(f) for f, _ in rows]
+    assert expected_calibration_error(probs, [ok for _, ok in rows]) < 0.05
+    assert cal.probability(Features(0.3, 0.9, 3)) > cal.probability(Features(0.3, 0.1, 3))
+    assert cal.probability(Features(0.0, 0.0, 3)) == 0.0  # nothing ranked: nothing likely
+
+
+def test_likely_is_the_least_probability_whose_first_places_were_right_95_percent() -> None:
+    import numpy as np
+
+    probs = np.array([0.2, 0.5, 0.8, 0.9, 0.95, 0.99])
+    right = np.array([0, 1, 0, 1, 1, 1], dtype=float)
+    assert likely_threshold(probs, right) == 0.9
+    assert likely_threshold(probs, np.zeros(6)) == 1.0  # never right: nothing is likely
+
+
+def test_ece_and_reliability_on_known_numbers() -> None:
+    assert expected_calibration_error([0.9, 0.9, 0.1, 0.1], [True, True, False, False]) == pytest.approx(0.1)
+    bins = reliability([0.05, 0.95, 0.95], [False, True, False])
+    assert [(n, round(acc, 2)) for _, _, n, _, acc in bins] == [(1, 0.0), (2, 0.5)]
+
+
+def test_features_read_a_ranking_and_a_tie_leads_by_nothing() -> None:
+    assert features([0.4, 0.4, 0.1], 3).margin == 0.0
+    assert features([0.4, 0.1], 2).margin == pytest.approx(0.75)
+    assert features([], 1).confidence == 0.0
+
+
+def test_the_shipped_calibration_loads_and_round_trips() -> None:
+    cal = shipped()
+    assert 0.0 < cal.likely <= 1.0 and cal.fitted_on
+    assert Calibration.from_json(json.loads(json.dumps(cal.to_json()))) == cal
+
+
+def test_rcabot_calibrate_fits_eval_results_and_refuses_what_is_not_one(tmp_path: Path) -> None:
+    from bot.cli import main
+
+    cases = [{"engine": "lats", "dataset": "set", "case_id": f"c{i}", "error": None,
+              "truth": {"service": "a", "fault_type": "cpu"}, "modalities": {"metrics": True},
+              "ranking": [{"service": "a" if i % 3 else "b", "score": 0.1 + i / 100, "fault_type": "cpu"},
+                          {"service": "b", "score": 0.05, "fault_type": "cpu"}]} for i in range(60)]  # fmt: skip
+    results = tmp_path / "eval.json"
+    results.write_text(json.dumps({"version": 2, "protocol": "realistic", "cases": cases}))
+    out = tmp_path / "cal.json"
+    assert main(["calibrate", str(results), "--out", str(out)]) == 0
+    written = Calibration.from_json(json.loads(out.read_text()))
+    assert "60 first places of lats" in written.fitted_on
+    junk = tmp_path / "junk.json"
+    junk.write_text("[1, 2]")
+    assert main(["calibrate", str(junk)]) == 2
