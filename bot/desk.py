@@ -23,6 +23,8 @@ from redis.exceptions import RedisError
 
 from bot.charts import signal_chart
 from bot.telemetry import Telemetry
+from rca.calibration import shipped, trace_features
+from rca.decision import tied
 from rca.engines import build_engine
 from rca.engines.lats import SearchEngine
 from rca.errors import InputError, RcaError
@@ -110,6 +112,22 @@ class Verdict:
     audit: Audit
     similar: tuple[InvestigationRow, ...] = ()  # earlier incidents with the same verdict
     standing: Standing | None = None  # where its trust stands among the bot's earlier verdicts
+
+    @property
+    def probability(self) -> float:
+        """How often first places like this one were right (rca.calibration, as shipped)."""
+        return shipped().probability(trace_features(to_json(self.trace)))
+
+    @property
+    def leaders(self) -> tuple[str, ...]:
+        """The services the evidence cannot tell apart at the top (one where it can)."""
+        return tuple(h.service for h in tied(self.trace.hypotheses))
+
+    @property
+    def likely(self) -> bool:
+        """Whether the first place may be called likely: no tie at the top, and first places
+        like it were right at least 95 % of the time."""
+        return len(self.leaders) <= 1 and self.probability >= shipped().likely
 
 
 @dataclass(frozen=True, slots=True)

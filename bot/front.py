@@ -267,9 +267,8 @@ class SlackFront:
         await self._post(run.channel, ts, text, blocks)
         await self._chart(run.channel, ts, await self.desk.chart_for(verdict, incident),
                           "The root cause's most anomalous signal")  # fmt: skip
-        top = verdict.trace.decision.ranking[0] if verdict.trace.decision.ranking else None
-        status = (f"✅ done — *{render.plain(top[0])}* ({top[1]}, {top[2]:.0%}) · STAR S {verdict.audit.score:.2f}"
-                  if top else "✅ done — no root cause found")  # fmt: skip
+        status = (f"✅ done — {render.plain(render.headline(verdict))} · STAR S {verdict.audit.score:.2f}"
+                  if verdict.trace.decision.ranking else "✅ done — no root cause found")  # fmt: skip
         await self._update_parent(run, parent_ts, status)
 
     # -- queued investigations whose narrating replica stopped ---------------------------------

@@ -17,6 +17,7 @@ from bot.desk import Run, Standing, Summary, Verdict
 from bot.narration import readable
 from bot.runbooks import Runbook
 from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, RESUME, VERIFY, WRONG
+from rca.decision import either
 from rca.explain import cited_evidence
 from rca.model import Cost, Window, to_iso
 from rca.redact import redact
@@ -75,8 +76,23 @@ def parent(run: Run, status: str) -> tuple[str, list[Block]]:
 
 
 # -- the verdict -----------------------------------------------------------------------------
-CONFIDENCE_NOTE = ("% = the engine's belief shared among the ranked causes (adds up to 100%); "
+CONFIDENCE_NOTE = ("% = how often first places like this one were right on evaluated incidents; "
                    "the reasoning check audits how the verdict was reached")  # fmt: skip
+
+
+def headline(v: Verdict, *, repaired: bool = False) -> str:
+    """"Likely cause: X" only where that is earned (no tie, and first places like it were right
+    95 % of the time); else "Unsure: X or Y", naming what the evidence cannot tell apart, or
+    the first two."""
+    ranking = v.trace.decision.ranking
+    service, fault = ranking[0][0], ranking[0][1]
+    p = f"{v.probability:.0%}"
+    if v.likely:
+        word = "Repaired verdict" if repaired else "Likely cause"
+        return f"{word}: {service} — {_fault(fault)} ({p})"
+    names = list(v.leaders) if len(v.leaders) > 1 else [r[0] for r in ranking[:2]]
+    word = "Repaired, still unsure" if repaired else "Unsure"
+    return f"{word}: {either(names)} — first place {service}, {_fault(fault)} ({p})"
 
 
 def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = None) -> tuple[str, list[Block]]:
@@ -88,9 +104,9 @@ def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = Non
         text = f"No root cause found for {v.service}"
         return text, limit([section(f"*{text}*: nothing anomalous was found in what could be read."),
                             *_missing(t), context(_audit_line(v.audit)), _buttons(v.id, repair=False)])  # fmt: skip
-    service, fault, confidence, _ = ranking[0]
-    head = f"{'Repaired verdict' if repaired else 'Likely cause'}: {service} — {_fault(fault)} ({confidence:.0%})"
-    others = ", ".join(f"{plain(s)} ({_fault(f)}, {c:.0%})" for s, f, c, _ in ranking[1:3])
+    service, fault, _, _ = ranking[0]
+    head = headline(v, repaired=repaired)
+    others = ", ".join(f"{plain(s)} ({_fault(f)})" for s, f, _, _ in ranking[1:3])
     blocks = [{"type": "header", "text": {"type": "plain_text", "text": clip(head, 150)}}]
     if v.standing is not None and v.standing.doubtful and not repaired:
         blocks.append(section(doubt(v.audit, v.standing)))
@@ -99,7 +115,7 @@ def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = Non
     if path:
         blocks.append(section(f"*Path to the symptom*\n{path}"))
     blocks.append(section(f"*Next*\n{_next(t, runbook)}"))
-    blocks.append(context(_audit_line(v.audit)))
+    blocks.append(context(_audit_line(v.audit, unsure=not v.likely)))
     blocks += _missing(t)
     if v.similar:
         seen = ", ".join(f"`{r.id}` ({to_iso(r.created)[:10]})" for r in v.similar)
@@ -192,12 +208,18 @@ def doubt(a: Audit, standing: Standing) -> str:
             "*Run checks* tests the leading causes against each other.")  # fmt: skip
 
 
-def _audit_line(a: Audit) -> str:
+def _audit_line(a: Audit, *, unsure: bool = False) -> str:
+    """The audit in one line: a check mark only where the reasoning holds and the telemetry
+    leaves no doubt about the first place (`unsure`: a tie, or first places like it were often
+    wrong)."""
     blamed = a.blamed
     if a.route.value == "accept":
         weak = ""
         if blamed is not None and blamed.violations:
             weak = f"; weakest part: {blamed.stage.replace('_', ' ')} ({plain(clip(blamed.violations[0].explanation, 160))})"
+        if unsure:
+            return (f"☑️ Reasoning well formed (score {a.score:.2f} of 1), but the telemetry does not settle the "
+                    f"first place (support {a.support:.0%}){weak} · *Run checks* tests the leaders against each other")  # fmt: skip
         return f"✅ Reasoning checked: OK (score {a.score:.2f} of 1, telemetry support {a.support:.0%}){weak}"
     stage = blamed.stage.replace("_", " ") if blamed is not None else "no single stage"
     why = plain(clip(blamed.violations[0].explanation, 200)) if blamed is not None and blamed.violations else ""

@@ -142,3 +142,25 @@ def test_a_delay_read_only_from_metrics_is_named_in_the_doubt_line() -> None:
     verdict = Verdict("inv-1", "Frontend", Window(0, 600), metrics_only, a, standing=Standing.among(a.trust, earlier))
     warning = render.verdict(verdict)[1][1]["text"]["text"]
     assert "may be wrong" in warning and "seen at source" in warning and "only in its metrics" in warning
+
+
+def test_the_headline_says_likely_only_where_earned_and_names_leaders_the_evidence_cannot_part() -> None:
+    from rca.calibration import shipped
+
+    trace = demo_trace()
+    a = audit(trace, AuditContext(nx.DiGraph()))
+    v = Verdict("inv-1", "Frontend", Window(0, 600), trace, a)
+    first, second = trace.hypotheses[0], trace.hypotheses[1]
+    lead = trace.decision.ranking[0][0]
+    if v.likely:  # the demo's first place is clear: said as likely, with its probability, and checked
+        head = render.headline(v)
+        assert head.startswith(f"Likely cause: {lead}") and f"{v.probability:.0%}" in head
+        assert v.probability >= shipped().likely
+    # the same verdict whose two leaders the evidence scores the same: never "likely", both named
+    level = replace(trace, hypotheses=(first, replace(second, value=first.value), *trace.hypotheses[2:]))
+    tie = Verdict("inv-1", "Frontend", Window(0, 600), level, a)
+    assert tie.leaders == (first.service, second.service) and not tie.likely
+    head = render.headline(tie)
+    assert head.startswith(f"Unsure: {first.service} or {second.service}")
+    words = json.dumps(render.verdict(tie)[1])
+    assert "Likely cause" not in words and "✅" not in words and "Run checks" in words
