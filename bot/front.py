@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import render, scheduler
 from bot.desk import ALERTMANAGER, AlreadyRunning, Chart, Desk, Run, Verdict
 from bot.narration import Narrator
-from bot.runbooks import NONE, Runbook, Runbooks
+from bot.runbooks import NONE, Runbook, Runbooks, asked_fields
 from bot.stream import ThreadStream
 from handlers.front import Respond, reply
 from handlers.requests import USAGE, RcaCommand
@@ -416,6 +416,13 @@ class SlackFront:
         if row.status == "running":
             await self._post(channel, thread_ts, "still running", [render.context(
                 "The investigation is still running; ask again once the verdict is posted.")])  # fmt: skip
+            return
+        if (fields := asked_fields(text)) and row.top_service:  # the team's own answer: no model needed
+            named = [s for s in (row.top_service, row.service) if s and s.lower() in text.lower()]
+            service = named[0] if named else row.top_service
+            said = render.runbook_answer(service, self.runbooks.of(service), fields)
+            await asyncio.to_thread(self.desk.store.add_question, row.id, user=user, question=text, answer=said)
+            await self._post(channel, thread_ts, said[:300], [render.section(said)])
             return
         try:
             reply, chart = await self.desk.ask(row.id, text, user=user)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from rca.explain import readable
 from rca.search.events import (
     ActionTaken,
     Event,
@@ -27,13 +28,7 @@ AGENT = {"metric": "📈 metrics", "log": "📜 logs", "trace": "🧵 traces"}
 NOTABLE = 3.0  # a robust deviation below this is not called a finding (the evidence's own scale)
 NAMED = 3  # services named per turn line; the rest are counted
 _ENTITY = re.compile(r"entity=([^,}\]]+)")
-_JARGON = re.compile(r",? ?robust z -?[\d.]+")
 _METER = re.compile(r"\s*\(r [^)]*\)")  # the search's own reward figures
-
-
-def readable(detail: str) -> str:
-    """A finding's detail for people: the statistics' internals (robust z) left out."""
-    return _JARGON.sub("", detail)
 
 
 @dataclass

@@ -14,11 +14,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.desk import Run, Standing, Summary, Verdict
-from bot.narration import readable
 from bot.runbooks import Runbook
 from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, RESUME, VERIFY, WRONG
 from rca.decision import either
-from rca.explain import cited_evidence
+from rca.explain import cited_evidence, readable
 from rca.model import Cost, Window, to_iso
 from rca.redact import redact
 from rca.star.audit import Audit
@@ -189,6 +188,26 @@ def _next(t: Trace, runbook: Runbook | None) -> str:
 
 
 _SLACK_ID = re.compile(r"^[US][A-Z0-9]{2,20}$")
+
+
+def runbook_answer(service: str, runbook: Runbook | None, asked: Sequence[str]) -> str:
+    """The team's own answer about a service, from RCABOT_RUNBOOKS: owner, dashboard, runbook,
+    rollback, each asked for (what the file does not hold is said so)."""
+    if runbook is None:
+        return (f"RCABOT_RUNBOOKS holds nothing for {plain(service)} (nor a `\"*\"` entry), so I cannot say "
+                f"its {' or '.join(asked)}; the operator can add it there.")  # fmt: skip
+    lines = []
+    for field in asked:
+        value = getattr(runbook, field)
+        if not value:
+            lines.append(f"• No {field} is written down for {plain(service)} in RCABOT_RUNBOOKS.")
+        elif field == "owner":
+            lines.append(f"• Owner of {plain(service)}: {_owner(value)}")
+        elif field == "rollback":
+            lines.append(f"• To roll back {plain(service)}: `{plain(value).replace('`', chr(39))}`")
+        else:
+            lines.append(f"• {field.capitalize()} of {plain(service)}: <{value}|{field}>")
+    return "\n".join(lines)
 
 
 def _owner(owner: str) -> str:

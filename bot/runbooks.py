@@ -19,6 +19,7 @@ is refused by name when the bot starts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,12 @@ import yaml
 from rca.errors import InputError
 
 FIELDS = ("owner", "dashboard", "runbook", "rollback")
+_ASKED = {
+    "owner": re.compile(r"\bwho\b.*\bowns?\b|\bowners?\b|\bownership\b|\bon.?call for\b|\bwho (do|should) (i|we) (page|call|ping)"),
+    "dashboard": re.compile(r"\bdashboards?\b|\bgrafana\b"),
+    "runbook": re.compile(r"\brunbooks?\b|\bplaybooks?\b"),
+    "rollback": re.compile(r"\broll ?back\b|\brevert\b|\bundo the (deploy|release)\b"),
+}
 LINKS = ("dashboard", "runbook")
 ANY = "*"
 
@@ -51,6 +58,13 @@ class Runbooks:
 
 
 NONE = Runbooks({})
+
+
+def asked_fields(question: str) -> tuple[str, ...]:
+    """Which of a service's written-down fields a question asks for ("who owns this?",
+    "should I roll back?"), in the file's order; none for any other question."""
+    low = question.lower()
+    return tuple(f for f in FIELDS if _ASKED[f].search(low))
 
 
 def load_runbooks(path: Path | None) -> Runbooks:

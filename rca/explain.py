@@ -60,7 +60,9 @@ _PATTERNS: tuple[tuple[Topic, re.Pattern[str]], ...] = (
 
 
 _ASKING = frozenset(["why", "what", "which", "how", "when", "where", "who", "whose", "is", "are", "was", "were", "can",
-                     "could", "should", "would", "did", "does", "do", "explain", "show", "chart", "plot", "list"])  # fmt: skip
+                     "could", "should", "would", "did", "does", "do", "explain", "show", "chart", "plot", "list",
+                     # the words the thread's help advertises, asked as they are
+                     "evidence", "timeline", "help", "next", "owner", "runbook", "rollback", "dashboard"])  # fmt: skip
 
 
 def is_question(text: str) -> bool:
@@ -148,8 +150,16 @@ def cited_evidence(trace: Trace, hypothesis: Hypothesis, limit: int = 4) -> list
     return sorted(distinct.values(), key=lambda ev: -ev.score)[:limit]
 
 
+_JARGON = re.compile(r",? ?robust z -?[\d.]+")
+
+
+def readable(detail: str) -> str:
+    """A finding's detail for people: the statistics' internals (robust z) left out."""
+    return _JARGON.sub("", detail)
+
+
 def _bullets(items: Sequence[Evidence]) -> str:
-    return "\n".join(f"• `{ev.id}` {ev.entity}: {ev.detail[:180]}" for ev in items) or "• (no cited evidence)"
+    return "\n".join(f"• {ev.entity}: {readable(ev.detail)[:180]}" for ev in items) or "• (no cited evidence)"
 
 
 def _why(trace: Trace, service: str | None) -> str:
@@ -159,7 +169,7 @@ def _why(trace: Trace, service: str | None) -> str:
     if found is None:
         return f"{service} is not among the hypotheses: no anomaly of its own was found in the window. " + _missing(trace)
     rank, h = found
-    lines = [f"*{h.service}* is ranked #{rank} as *{h.fault_type.value}* (value {h.value:.2f}): {h.rationale}."]
+    lines = [f"*{h.service}* is ranked #{rank} as *{h.fault_type.value}*: {h.rationale}."]
     chain = next((c for c in trace.chains if c.hypothesis == h.id), None)
     if chain and chain.links:
         path = [chain.links[0].source] + [ln.target for ln in chain.links]
@@ -167,7 +177,7 @@ def _why(trace: Trace, service: str | None) -> str:
     lines.append("Evidence it rests on:\n" + _bullets(cited_evidence(trace, h)))
     if rank > 1:
         top = trace.hypotheses[0]
-        lines.append(f"It ranks below {top.service} ({top.value:.2f}), whose evidence is stronger or better localised.")
+        lines.append(f"It ranks below {top.service}, whose evidence is stronger or better localised.")
     return "\n".join(lines)
 
 
@@ -183,17 +193,18 @@ def _why_not(trace: Trace, service: str) -> str:
         return (f"{service} shows anomalies, but none the scoring could localise to it rather than to what it "
                 f"calls or what calls it:\n" + _bullets(sorted(own, key=lambda ev: -ev.score)[:3]))  # fmt: skip
     rank, h = found
-    lines = [f"{service} is ranked #{rank} ({h.fault_type.value}, value {h.value:.2f})"
-             + (f", behind {top.service} ({top.value:.2f})." if top else ".")]  # fmt: skip
+    lines = [f"{service} is ranked #{rank} ({h.fault_type.value})" + (f", behind {top.service}." if top else ".")]
     if top is not None:
         lead = cited_evidence(trace, top, 1)
         own = cited_evidence(trace, h, 1)
         if lead and own:
-            lines.append(f"Its strongest sign scores {own[0].score:.1f} against {lead[0].score:.1f} for "
-                         f"{top.service} ({lead[0].detail[:120]}).")  # fmt: skip
+            ratio = lead[0].score / own[0].score if own[0].score > 0 else float("inf")
+            lines.append(f"Its strongest sign ({readable(own[0].detail)[:100]}) departs from its normal "
+                         f"{'far less' if ratio >= 2 else 'less' if ratio > 1 else 'as much or more'} than "
+                         f"{top.service}'s ({readable(lead[0].detail)[:100]}).")  # fmt: skip
     test = next((t for t in trace.decision.tests if t.hypothesis == h.id), None)
     if test:
-        lines.append(f"Test `{test.id}` would separate them: {test.rationale}.")
+        lines.append(f"A check would separate them: {test.rationale}.")
     return "\n".join(lines)
 
 
@@ -222,7 +233,8 @@ def _timeline(trace: Trace) -> str:
     if not onsets:
         return "No anomaly in this trace has a datable onset."
     rows = sorted(onsets.values(), key=lambda r: r[1])[:10]
-    lines = [f"• {to_iso(t)} {ev.entity}: {ev.detail[:140]}{_set_aside(why, ev) if why else ''}" for why, t, ev in rows]
+    lines = [f"• {to_iso(t)} {ev.entity}: {readable(ev.detail)[:140]}{_set_aside(why, ev) if why else ''}"
+             for why, t, ev in rows]  # fmt: skip
     if any(why for why, _, _ in rows):
         lines.append("To ask about one of the anomalies counted as another incident's, ask again with a window "
                      "that ends a few minutes after it began.")  # fmt: skip
@@ -241,7 +253,7 @@ def _set_aside(why: Elsewhere, ev: Evidence) -> str:
 def _next(trace: Trace) -> str:
     if not trace.decision.tests:
         return "The report recommends no test: there is a single candidate or none. " + _missing(trace)
-    lines = ["Verification tests (press *Run verification tests* to run them):"]
+    lines = ["Checks that tell the leading causes apart (press *Run checks* to run them):"]
     for t in trace.decision.tests:
         lines.append(f"• `{t.id}` {t.tool} `{t.query[:160]}` — looks at {t.subject[:60]}: {t.rationale[:200]}")
     return "\n".join(lines)

@@ -410,3 +410,37 @@ def test_the_thread_is_answered_when_asked_and_left_alone_otherwise(tmp_path: Pa
             assert len(in_thread()) == 3  # then silence
 
     run(scenario)
+
+
+def test_the_words_the_thread_help_advertises_work_and_the_team_runbook_answers_ownership(tmp_path: Path,
+                                                                                         nezha_slice: Path) -> None:  # fmt: skip
+    """`evidence`, `timeline` and `help`, said as they are, are answered; who owns the blamed
+    service and how to roll it back come from RCABOT_RUNBOOKS with no language model; answers
+    speak the verdict's words (no evidence ids, no robust z)."""
+    book = tmp_path / "runbooks.yaml"
+    book.write_text("'*':\n  owner: S0PLATFORM\n  rollback: kubectl rollout undo deploy/x\n")
+
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, settings_={"runbooks": book}) as (_bot, slack, url):
+            await post(url, command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="t-rca"))
+            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
+            thread = verdict.params["thread_ts"]
+
+            async def ask(text: str, n: int) -> str:
+                await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL", "text": text,
+                                            "ts": f"1700009998.{n:06d}", "thread_ts": thread}, event_id=f"Ev0H{n}"))  # fmt: skip
+                got = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("thread_ts") == thread
+                                           and c.at > verdict.at and c.params.get("text") not in seen)  # fmt: skip
+                seen.add(got.params.get("text"))
+                return blocks_text(got)
+
+            seen: set[object] = set()
+            evidence = await ask("evidence", 1)
+            assert "Strongest evidence" in evidence and "ev-" not in evidence and "robust z" not in evidence
+            assert "Onsets, earliest first" in await ask("timeline", 2)
+            assert "Ask me about this investigation" in await ask("help", 3)
+            owner = await ask("who owns this?", 4)
+            assert "<!subteam^S0PLATFORM>" in owner and "language model" not in owner
+            assert "kubectl rollout undo deploy/x" in await ask("should I roll back?", 5)
+
+    run(scenario)
