@@ -297,6 +297,8 @@ class SlackFront:
         await self._run(run, row.thread_ts, team="", parent_ts=row.parent_ts, live=False, resume=True)
 
     async def _update_parent(self, run: Run, ts: str, status: str) -> None:
+        if run.user == ALERTMANAGER:  # the parent is the alert itself: it stays as posted, the thread tells
+            return
         text, blocks = render.parent(run, status)
         await self._call(self.client.chat_update(channel=run.channel, ts=ts, text=text, blocks=blocks))
 

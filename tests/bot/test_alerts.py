@@ -15,7 +15,7 @@ import pytest
 from bot.alerts import load_routes
 from rca.errors import InputError
 from tests.bot.alertmanager_payloads import alert, notification, rfc3339
-from tests.bot.test_slack_app import CHANNEL, run, running
+from tests.bot.test_slack_app import CHANNEL, blocks_text, run, running
 
 TOKEN = "am-token-5d41402abc4b2a76"
 ORDERS = "C0ORDERS"
@@ -65,9 +65,11 @@ def test_an_alert_group_opens_one_thread_gets_its_repeats_and_its_resolution(tmp
             await slack.wait_for(lambda c: bool(parents(slack, ORDERS)))
             parent = parents(slack, ORDERS)[0]
             verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == ORDERS
-                                           and "Likely cause" in str(c.params.get("text")), timeout=120)  # fmt: skip
+                                           and "Repair reasoning" in blocks_text(c), timeout=120)  # fmt: skip
             ts = verdict.params["thread_ts"]
             assert "CPU is high" in parent.params["text"]
+            await asyncio.sleep(3.0)  # the alert message stays: the verdict is a reply, never written over it
+            assert not [c for c in slack.of("chat.update") if c.params.get("ts") == parent.response.get("ts")]
             (row,) = bot.store.between(0, time.time() + 1)
             assert row.user == "alertmanager" and row.service == "ts-contacts-service" and row.channel == ORDERS
             assert bot.alerts.store.group(json.loads(notification(group, [first]))["groupKey"]).investigation == row.id  # type: ignore[union-attr]
