@@ -121,9 +121,8 @@ class Alerts:
         self.per_minute = per_minute
         self.clock = clock
         self._opened: dict[str, list[float]] = {}  # channel -> when its recent threads opened
-        self._folded: dict[str, tuple[float, str, int]] = {}  # channel -> (minute began, message ts, count)
+        self._folded: dict[str, tuple[float, str, tuple[str, ...]]] = {}  # channel -> (minute began, message ts, groups)
         self._fold_locks: dict[str, asyncio.Lock] = {}
-        self._seen: dict[str, set[str]] = {}  # group key -> fingerprints already told in its thread
         self._tasks: set[asyncio.Task[None]] = set()
         self._pending: dict[str, deque[Notification]] = {}  # group key -> notifications not yet handled
 
@@ -148,7 +147,7 @@ class Alerts:
                 # each notification carries all of its group's current alerts, so a later firing one
                 # supersedes those still waiting: the thread hears the latest once, the count keeps all
                 superseded = 0
-                while key in self._seen and n.status == "firing" and waiting and waiting[0].status == "firing":
+                while n.status == "firing" and waiting and waiting[0].status == "firing":
                     n, superseded = waiting.popleft(), superseded + 1
                 if superseded:
                     await asyncio.to_thread(self.store.notified, key, superseded)
@@ -181,19 +180,25 @@ class Alerts:
             (a.labels[route.service_label] for a in n.alerts if route.service_label in a.labels), "")  # fmt: skip
         claimed = await asyncio.to_thread(self.store.claim, n.group_key, channel=route.channel, service=service,
                                           labels=n.labels, fired=n.fired)  # fmt: skip
+        thread = ""
         if not claimed:
-            await self._again(n)
-            return
-        self._seen[n.group_key] = {a.fingerprint for a in n.alerts}
+            if not await asyncio.to_thread(self.store.refire, n.group_key, n.fired):
+                await self._again(n)
+                return
+            group = await asyncio.to_thread(self.store.group, n.group_key)  # it resolved, and fires again
+            thread = group.thread_ts if group is not None else ""
+        await asyncio.to_thread(self.store.tell, n.group_key, {a.fingerprint for a in n.alerts})
         if not self._room(route.channel):
             await asyncio.to_thread(self.store.fold, n.group_key)
             await self._fold(route.channel, n)
             return
         now = self.clock()
         reach = min(LONGEST, max(0.0, now - n.fired) + BEFORE)
+        links = (("graph", n.graph_url), ("runbook", n.runbook_url), ("silence", n.silence_url))
         ts, investigation = await self.front.investigate_alert(
             channel=route.channel, service=service, service_label=route.service_label, headline=n.summary,
-            alerts=len(n.alerts), reach=reach, began_ago=max(0.0, now - n.fired))  # fmt: skip
+            alerts=len(n.alerts), reach=reach, began_ago=max(0.0, now - n.fired), severity=n.severity,
+            links=tuple((label, url) for label, url in links if url), thread_ts=thread)  # fmt: skip
         await asyncio.to_thread(self.store.opened, n.group_key, thread_ts=ts, investigation=investigation)
 
     def _room(self, channel: str) -> bool:
@@ -208,19 +213,20 @@ class Alerts:
     async def _fold(self, channel: str, n: Notification) -> None:
         async with self._fold_locks.setdefault(channel, asyncio.Lock()):  # one line a minute, updated in turn
             now = self.clock()
-            began, ts, count = self._folded.get(channel, (now, "", 0))
+            began, ts, names = self._folded.get(channel, (now, "", ()))
             if now - began >= 60:
-                began, ts, count = now, "", 0
-            count += 1
-            ts = await self.front.alerts_folded(channel, ts=ts, count=count, per_minute=self.per_minute)
-            self._folded[channel] = (began, ts, count)
+                began, ts, names = now, "", ()
+            name = n.labels.get("alertname", "alert")
+            service = next((n.labels[k] for k in ("service", "app", "job") if k in n.labels), "")
+            names = (*names, f"{name} ({service})" if service else name)
+            ts = await self.front.alerts_folded(channel, ts=ts, names=names, per_minute=self.per_minute)
+            self._folded[channel] = (began, ts, names)
 
     async def _again(self, n: Notification) -> None:
         await asyncio.to_thread(self.store.notified, n.group_key)
         group = await asyncio.to_thread(self.store.group, n.group_key)
-        seen = self._seen.setdefault(n.group_key, set())
-        new = [a for a in n.alerts if a.fingerprint not in seen]
-        seen.update(a.fingerprint for a in n.alerts)
+        told = await asyncio.to_thread(self.store.tell, n.group_key, {a.fingerprint for a in n.alerts})
+        new = [a for a in n.alerts if a.fingerprint in told]
         if group is not None and group.thread_ts and new:  # told when alerts join, counted otherwise
             await self.front.alert_note(group.channel, group.thread_ts, f"🔔 Alertmanager again: {len(n.alerts)} "
                                         f"alert(s) firing in this group, {len(new)} new — {n.summary}")  # fmt: skip
@@ -230,7 +236,6 @@ class Alerts:
         if not await asyncio.to_thread(self.store.resolve, n.group_key, ended):
             return  # never seen firing, or resolved already: nothing to tell
         group = await asyncio.to_thread(self.store.group, n.group_key)
-        self._seen.pop(n.group_key, None)
         if group is not None and group.thread_ts:
             took = max(0.0, ended - group.fired)
             await self.front.alert_note(group.channel, group.thread_ts,

@@ -139,20 +139,26 @@ class SlackFront:
 
     # -- investigations an alert started -----------------------------------------------------
     async def investigate_alert(self, *, channel: str, service: str, service_label: str, headline: str, alerts: int,
-                                reach: float, began_ago: float) -> tuple[str, str]:  # fmt: skip
-        """Post the alert into the channel and investigate it in that message's thread, over a
-        window that ends now and reaches back `reach` seconds, the symptom having begun
-        `began_ago` seconds ago. Returns the thread and the investigation (or "" when none ran:
-        the alert names no known service, or one is already being investigated here)."""
-        head = f"🚨 Alert: {render.plain(headline[:300])}" + (f" ({alerts} alerts)" if alerts > 1 else "")
+                                reach: float, began_ago: float, severity: str = "",
+                                links: tuple[tuple[str, str], ...] = (), thread_ts: str = "") -> tuple[str, str]:  # fmt: skip
+        """Post the alert into the channel (or, fired again, into its group's thread `thread_ts`)
+        and investigate it in that thread, over a window that ends now and reaches back `reach`
+        seconds, the symptom having begun `began_ago` seconds ago. `links`: (label, URL) pairs
+        from the alert (graph, runbook, silence). Returns the thread and the investigation (or
+        "" when none ran: the alert names no known service, or one is already running here)."""
+        sev = f"[{render.plain(severity[:20])}] " if severity else ""
+        again = "again " if thread_ts else ""
+        head = f"🚨 Alert {again}{sev}: {render.plain(headline[:300])}" + (f" ({alerts} alerts)" if alerts > 1 else "")
+        shown = " · ".join(f"<{url}|{label}>" for label, url in links if url)
         try:
-            posted = await self.client.chat_postMessage(channel=channel, text=head[:3000], blocks=[
+            posted = await self.client.chat_postMessage(channel=channel, text=head[:3000], thread_ts=thread_ts or None, blocks=[
                 render.section(f"*{head}*"), render.context(f"from Alertmanager · service label `{service_label}`: "
-                                                            f"`{render.plain(service[:200]) or 'none'}`")])  # fmt: skip
+                                                            f"`{render.plain(service[:200]) or 'none'}`"
+                                                            + (f" · {shown}" if shown else ""))])  # fmt: skip
         except SlackApiError as exc:
             log.warning("cannot post an alert into %s: %s", channel[:40], exc.response.get("error"))
             return "", ""
-        ts = str(posted["ts"])
+        ts = thread_ts or str(posted["ts"])
         if not service:
             await self._post(channel, ts, "no service", [render.context(
                 f"The alert carries no `{service_label}` label, so there is no service to investigate.")])  # fmt: skip
@@ -185,10 +191,12 @@ class SlackFront:
     async def alert_note(self, channel: str, thread_ts: str, text: str) -> None:
         await self._post(channel, thread_ts, text, [render.context(text)])
 
-    async def alerts_folded(self, channel: str, *, ts: str, count: int, per_minute: int) -> str:
-        """The channel's one line for alerts beyond its threads a minute: posted, then updated."""
-        text = (f"🔕 {count} more alert group(s) grouped here: this channel opens at most {per_minute} "
-                "investigation threads a minute. `/rca <service>` investigates one by hand.")  # fmt: skip
+    async def alerts_folded(self, channel: str, *, ts: str, names: tuple[str, ...], per_minute: int) -> str:
+        """The channel's one line for alerts beyond its threads a minute, naming them: posted,
+        then updated."""
+        shown = ", ".join(render.plain(n[:80]) for n in names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        text = (f"🔕 {len(names)} more alert group(s) grouped here: {shown}. This channel opens at most {per_minute} "
+                "investigation threads a minute; `/rca <service>` investigates one by hand.")  # fmt: skip
         try:
             if ts:
                 await self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[render.context(text)])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import quote, urlsplit
 
 from rca.errors import InputError
 
@@ -24,6 +25,7 @@ class Alert:
     starts_at: float
     ends_at: float | None  # None while firing (Alertmanager sends year 1)
     fingerprint: str
+    generator_url: str = ""  # the graph of the expression that fired (http(s) only, else empty)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,28 @@ class Notification:
     common_annotations: dict[str, str]
     alerts: tuple[Alert, ...]
     truncated: int
+    external_url: str = ""  # the Alertmanager that sent it (http(s) only, else empty): where to silence
+
+    @property
+    def severity(self) -> str:
+        return self.labels.get("severity", "")
+
+    @property
+    def graph_url(self) -> str:
+        return next((a.generator_url for a in self.alerts if a.generator_url), "")
+
+    @property
+    def runbook_url(self) -> str:
+        notes = self.common_annotations or (self.alerts[0].annotations if self.alerts else {})
+        return web_link(notes.get("runbook_url", ""))
+
+    @property
+    def silence_url(self) -> str:
+        """Alertmanager's page for a new silence matching the group's labels."""
+        if not self.external_url:
+            return ""
+        matchers = ",".join(f'{k}="{v}"' for k, v in sorted(self.group_labels.items()))
+        return f"{self.external_url.rstrip('/')}/#/silences/new?filter={quote('{' + matchers + '}', safe='')}"
 
     @property
     def labels(self) -> dict[str, str]:
@@ -79,6 +103,7 @@ def parse_notification(body: bytes) -> Notification:
         common_annotations=_labels(data.get("commonAnnotations"), "commonAnnotations", long=True),
         alerts=tuple(_alert(a, i) for i, a in enumerate(alerts)),
         truncated=truncated if isinstance(truncated, int) and truncated >= 0 else 0,
+        external_url=web_link(_text(data.get("externalURL", ""), "externalURL")),
     )  # fmt: skip
 
 
@@ -91,7 +116,17 @@ def _alert(a: object, i: int) -> Alert:
                  annotations=_labels(a.get("annotations"), f"alerts[{i}].annotations", long=True),
                  starts_at=_time(a.get("startsAt"), f"alerts[{i}].startsAt"),  # type: ignore[arg-type]
                  ends_at=ends if ends is not None and ends > 0 else None,
-                 fingerprint=_text(a.get("fingerprint", ""), f"alerts[{i}].fingerprint"))  # fmt: skip
+                 fingerprint=_text(a.get("fingerprint", ""), f"alerts[{i}].fingerprint"),
+                 generator_url=web_link(_text(a.get("generatorURL", ""), f"alerts[{i}].generatorURL")))  # fmt: skip
+
+
+def web_link(url: str) -> str:
+    """The URL where it is an http(s) link with a host and no characters that break Slack's
+    link markup; otherwise empty (a link is shown, never followed)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or any(c in url for c in "<>| \n\t"):
+        return ""
+    return url.strip()
 
 
 def _status(value: object, where: str) -> str:

@@ -24,6 +24,7 @@ MIGRATIONS = (
         "notifications {int}, created {float})",
         f"create table if not exists {UNROUTED} (id {{serial}}, created {{float}}, labels {{text}})",
     )),
+    Migration(2, (f"alter table {GROUPS} add column told {{text}}",)),  # fingerprints told in the thread (JSON)
 )  # fmt: skip
 
 
@@ -60,6 +61,32 @@ class AlertStore:
         except Conflict:
             return False
         return True
+
+    def tell(self, key: str, fingerprints: set[str]) -> set[str]:
+        """Of these alerts (by fingerprint), those not yet told in the group's thread, now
+        recorded as told: compare-and-set, so two processes never tell one alert twice."""
+        for _ in range(20):
+            rows = self._db.query(f"select told from {GROUPS} where key = ?", [key])
+            if not rows:
+                return set()
+            before = rows[0]["told"]
+            told = set(json.loads(before or "[]"))
+            new = fingerprints - told
+            if not new:
+                return set()
+            after = json.dumps(sorted(told | new))
+            where = "told is null" if before is None else "told = ?"
+            args = [after, key] if before is None else [after, key, before]
+            if self._db.execute(f"update {GROUPS} set told = ? where key = ? and {where}", args) == 1:
+                return new
+        return set()  # contended past reason: the next notification tells them
+
+    def refire(self, key: str, fired: float) -> bool:
+        """A resolved group fires again: firing once more from `fired` (True for the one process
+        that sets it so; False where the group is not resolved)."""
+        return self._db.execute(f"update {GROUPS} set status = 'firing', fired = ?, resolved = null, told = null, "
+                                "notifications = notifications + 1 where key = ? and status = 'resolved'",
+                                [fired, key]) == 1  # fmt: skip
 
     def opened(self, key: str, *, thread_ts: str, investigation: str) -> None:
         self._db.execute(f"update {GROUPS} set thread_ts = ?, investigation = ? where key = ?",

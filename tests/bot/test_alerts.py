@@ -87,11 +87,24 @@ def test_an_alert_group_opens_one_thread_gets_its_repeats_and_its_resolution(tmp
             stored = bot.alerts.store.groups(channel=ORDERS)[0]
             assert stored.status == "resolved" and stored.resolved is not None and stored.notifications == 3
             assert abs((stored.resolved - stored.fired) - (ended - began)) < 2
+            # the alert links to its graph and to a silence of its group, with its severity
+            head = json.dumps(parent.params["blocks"])
+            assert "[critical]" in parent.params["text"] and "http://prometheus:9090/graph|graph" in head
+            assert "http://alertmanager:9093/#/silences/new?filter=" in head
+            # it fires again after it resolved: a new investigation, in the same thread
+            again = alert(first["labels"], starts=time.time() - 60, summary="CPU is high")
+            await deliver(url, notification(group, [again]))
+            await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("thread_ts") == ts
+                                 and "Alert again" in str(c.params.get("text")))  # fmt: skip
+            await slack.wait_for(lambda c: len(bot.store.between(0, time.time() + 1)) == 2
+                                 and all(r.status == "done" for r in bot.store.between(0, time.time() + 1)), timeout=120)  # fmt: skip
+            assert len(parents(slack, ORDERS)) == 1  # no second thread
+            assert bot.alerts.store.groups(channel=ORDERS)[0].status == "firing"
             # marked right: the channel's summary counts it among those alerts started
             bot.store.add_feedback(row.id, user="U0ONCALL", correct=True)
             await bot.front.post_summary(ORDERS)
             summary = await slack.wait_for(lambda c: "Daily RCA summary" in str(c.params.get("text")))
-            assert "started by alerts: 1, lead cause marked right in 1 of 1" in json.dumps(summary.params["blocks"])
+            assert "started by alerts: 2, lead cause marked right in 1 of 1" in json.dumps(summary.params["blocks"])
 
     run(scenario)
 
@@ -178,6 +191,8 @@ def test_threads_beyond_the_channels_minute_fold_into_one_line(tmp_path: Path, n
             assert len(parents(slack, CHANNEL)) == 2
             folded = [c for c in slack.calls if "more alert group(s)" in str(c.params.get("text"))]
             assert folded[-1].method == "chat.update" and "2 more alert group(s)" in folded[-1].params["text"]
+            grouped = sorted(g.service for g in bot.alerts.store.groups() if g.status == "grouped")
+            assert all(f"E ({svc})" in folded[-1].params["text"] for svc in grouped)  # each folded group named
             assert sorted(g.status for g in bot.alerts.store.groups()) == ["firing", "firing", "grouped", "grouped"]
 
     run(scenario)
@@ -190,3 +205,17 @@ def test_a_bad_routes_file_is_refused_by_name(tmp_path: Path, text: str) -> None
     (tmp_path / "r.yaml").write_text(text)
     with pytest.raises(InputError, match="RCABOT_ALERT_ROUTES"):
         load_routes(tmp_path / "r.yaml")
+
+
+def test_alert_links_are_http_only_and_never_markup() -> None:
+    from handlers.alerts import parse_notification, web_link
+
+    assert web_link("https://grafana.example.com/d/x?a=1") == "https://grafana.example.com/d/x?a=1"
+    for bad in ("javascript:alert(1)", "http://x|<!channel>", "ftp://x", "http:///nohost", "http://a b"):
+        assert web_link(bad) == ""
+    a = alert({"alertname": "E", "severity": "page"}, starts=time.time())
+    a["generatorURL"] = "javascript:alert(1)"
+    a["annotations"] = {"runbook_url": "https://wiki.example.com/e|x"}
+    n = parse_notification(notification({"alertname": "E"}, [a]))
+    assert n.graph_url == "" and n.runbook_url == "" and n.severity == "page"
+    assert n.silence_url.startswith("http://alertmanager:9093/#/silences/new?filter=%7Balertname%3D%22E%22%7D")

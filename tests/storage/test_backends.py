@@ -79,6 +79,14 @@ def test_an_alert_group_opens_one_thread_whoever_asks(record: str) -> None:
     assert group is not None and group.notifications == 2 and group.resolved == 5.0
     first.unrouted({"x": "y"})
     assert second.unrouted_since(time.time() - 60) == 1
+    # which alerts a thread was told of lives in the record: another replica (or a restart) tells none twice
+    assert first.tell("g1", {"f1", "f2"}) == {"f1", "f2"}
+    assert second.tell("g1", {"f1", "f2", "f3"}) == {"f3"} and first.tell("g1", {"f2", "f3"}) == set()
+    # it resolved; it fires again: one replica re-opens it, and the thread hears its alerts anew
+    assert second.refire("g1", 9.0) and not first.refire("g1", 9.0)
+    again = first.group("g1")
+    assert again is not None and again.status == "firing" and again.fired == 9.0 and again.resolved is None
+    assert first.tell("g1", {"f1"}) == {"f1"}
     first.close()
     second.close()
 
