@@ -338,6 +338,11 @@ class SlackFront:
             return
         await asyncio.gather(*pending)
         await stream.close()
+        if not any(s.committed for s in result.steps) and render.same_verdict(before.trace, after.trace):
+            said = (f"🛠 Repair changed nothing: the four stages were re-checked (S {result.before.score:.2f}) and "
+                    "no patch improved them; the verdict above stands.")  # fmt: skip
+            await self._post(channel, row.thread_ts, said, [render.context(said)])
+            return
         text, blocks = render.repair(before, result)
         await self._post(channel, row.thread_ts, text, blocks)
         text, blocks = render.verdict(after, repaired=True, runbook=self._runbook(after))

@@ -313,6 +313,11 @@ def repair(before: Verdict, result: RepairResult) -> tuple[str, list[Block]]:
     return text, [section("\n".join(lines)), section(what)]
 
 
+def same_verdict(a: Trace, b: Trace) -> bool:
+    """Whether two traces rank the same causes with the same fault types."""
+    return [(r[0], r[1]) for r in a.decision.ranking] == [(r[0], r[1]) for r in b.decision.ranking]
+
+
 def _top(t: Trace) -> str:
     return f"{t.decision.ranking[0][0]} ({t.decision.ranking[0][1]})" if t.decision.ranking else "none"
 
@@ -336,7 +341,34 @@ def verification(run: VerificationRun) -> tuple[str, list[Block]]:
     if details:
         blocks.append(section(details))
     blocks.append(section(f"*Re-ranked*: {plain(after) or 'nothing to rank'}\n_before_: {plain(before)}"))
+    blocks.append(section(f"*Conclusion*: {conclusion(run)}"))
     return text, blocks
+
+
+def conclusion(run: VerificationRun) -> str:
+    """What the checks say, in one sentence: which candidate they point to, or that they could
+    not tell the candidates apart (every check came out as its own candidate predicts)."""
+    names = {h.id: h.service for h in run.before}
+    verdicts: dict[str, list[str]] = {}
+    for o in run.outcomes:
+        expected = dict(o.test.expected).get(o.test.hypothesis, "?")
+        result = "for" if o.observed == expected else ("unclear" if o.observed not in ("anomalous", "normal") else "against")
+        verdicts.setdefault(names.get(o.test.hypothesis, o.test.target), []).append(result)
+    if not verdicts:
+        return "no check could run, so nothing changed; the verdict stands as it was."
+    supported = [s for s, rs in verdicts.items() if rs and all(r == "for" for r in rs)]
+    refuted = [s for s, rs in verdicts.items() if "against" in rs]
+    lead = run.after[0].service if run.after else ""
+    if len(supported) == 1:
+        return (f"the checks point to *{plain(supported[0])}*: its checks came out as they would were it the cause"
+                + (f", and {either([plain(r) for r in refuted])} did not" if refuted else "") + ".")  # fmt: skip
+    if len(supported) > 1:
+        return (f"the checks cannot tell {either([plain(s) for s in supported])} apart: each shows what it would show "
+                f"were it the cause (they may be one fault seen from both sides). The ranking keeps *{plain(lead)}* "
+                "first; look at which one's anomaly began first on the chart.")  # fmt: skip
+    if refuted and len(refuted) == len(verdicts):
+        return "every check came out against its candidate: none of them is confirmed, so treat the verdict as unsure."
+    return "the checks were unclear (signals missing or mixed); the verdict stands as it was."
 
 
 def feedback_view(id: str, candidates: Sequence[str]) -> dict[str, Any]:

@@ -164,3 +164,25 @@ def test_the_headline_says_likely_only_where_earned_and_names_leaders_the_eviden
     assert head.startswith(f"Unsure: {first.service} or {second.service}")
     words = json.dumps(render.verdict(tie)[1])
     assert "Likely cause" not in words and "✅" not in words and "Run checks" in words
+
+
+def test_run_checks_ends_with_a_conclusion_even_when_every_candidate_passes_its_check() -> None:
+    from rca.hypotheses import Hypothesis, HypothesisId
+    from rca.model import FaultType
+    from rca.star.verify import TestOutcome, VerificationRun
+    from rca.trace import VerificationTest
+
+    hyps = tuple(Hypothesis(HypothesisId(f"h-{i}"), s, FaultType.CPU, 0.5 - i / 10, (), "") for i, s in enumerate(["a", "b"]))
+
+    def check(i: int, observed: str) -> TestOutcome:
+        h = HypothesisId(f"h-{i}")
+        return TestOutcome(VerificationTest(f"t{i}", h, "metrics", hyps[i].service, "q", "cpu", ((h, "anomalous"),), ""),
+                           observed, 5.0, "")  # fmt: skip
+
+    both = render.conclusion(VerificationRun((check(0, "anomalous"), check(1, "anomalous")), hyps, hyps))
+    assert "cannot tell" in both and "a or b" in both
+    one = render.conclusion(VerificationRun((check(0, "anomalous"), check(1, "normal")), hyps, hyps))
+    assert one.startswith("the checks point to *a*") and "b did not" in one
+    none = render.conclusion(VerificationRun((check(0, "normal"), check(1, "normal")), hyps, hyps))
+    assert "none of them is confirmed" in none
+    assert "no check could run" in render.conclusion(VerificationRun((), hyps, hyps))

@@ -102,12 +102,16 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             assert len(slack.of("chat.postMessage")) == before
             assert len(bot.store.between(0, time.time() + 1)) == 1
 
-            # Run repair: its steps stream, then the repair and the repaired verdict arrive
+            # Run repair: its steps stream; a repair that changes nothing says so in one line, and the
+            # verdict is not posted again
+            posted = len(slack.of("chat.postMessage"))
             status, _, _ = await post(url, action_body(REPAIR, inv.id, channel=CHANNEL, message_ts=thread,
                                                        response_url=slack.response_url("r2"), trigger_id="t-repair"))  # fmt: skip
             assert status == 200
-            await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Repair: S" in str(c.params.get("text")))
-            await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Repaired verdict" in str(c.params.get("text")))
+            said = await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Repair changed nothing"
+                                        in str(c.params.get("text")))  # fmt: skip
+            await asyncio.sleep(0.5)
+            assert said.params["thread_ts"] == thread and len(slack.of("chat.postMessage")) == posted + 1
             starts = slack.of("chat.startStream")  # the investigation's and the repair's, each accepted
             assert len(starts) >= 2 and all(c.response.get("ok") for c in starts)
 
@@ -116,6 +120,7 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
                                         response_url=slack.response_url("r3"), trigger_id="t-verify"))  # fmt: skip
             tests = await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Checks:" in str(c.params.get("text")))
             assert "observed" in blocks_text(tests) and "Re-ranked" in blocks_text(tests)
+            assert "Conclusion" in blocks_text(tests)  # the checks end with what they say
             assert bot.store.verifications(inv.id)
 
             # a thread reply is answered in the thread, from the stored investigation
@@ -327,7 +332,7 @@ def test_every_listener_acks_before_it_calls_slack(tmp_path: Path, nezha_slice: 
             # one at a time, each one's work done before the next (work on the bot's threads slows
             # every ack: that is the multi-process issue's, not this test's)
             done = {VERIFY: "Checks:", CORRECT: "marked this verdict correct", WRONG: "",
-                    REPAIR: "Repaired verdict"}  # fmt: skip
+                    REPAIR: "Repair changed nothing"}  # fmt: skip
             for action, trigger in ((VERIFY, "t-v"), (CORRECT, "t-c"), (WRONG, "t-w"), (REPAIR, "t-r")):
                 _, _, seconds = await post(url, action_body(action, inv.id, channel=CHANNEL, message_ts=thread,
                                                             response_url=slack.response_url(trigger), trigger_id=trigger))  # fmt: skip
