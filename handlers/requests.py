@@ -62,7 +62,7 @@ def parse_rca_command(text: str) -> RcaCommand:
         raise InputError(f"{service[:60]!r} is not a service name (letters, digits, '-', '_', '.', ':', '/')")
     if len(rest) > 3:
         raise InputError("too many words: give a service and one window")
-    window = "".join("-" if w.lower() == "to" else w for w in rest)  # `14:05 to 14:35`, `1h 30m`
+    window = " ".join("-" if w.lower() == "to" else w for w in rest)  # `14:05 to 14:35`, `1h 30m`, `1 hour`
     return RcaCommand(Kind.INVESTIGATE, service, window or DEFAULT_WINDOW)
 
 

@@ -14,9 +14,16 @@ _CLOCK_RANGE = re.compile(r"^(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})$")
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
 
 
+_UNITS = ((re.compile(r"(\d+)\s*(?:seconds?|secs?)\b"), "s"), (re.compile(r"(\d+)\s*(?:minutes?|mins?)\b"), "m"),
+          (re.compile(r"(\d+)\s*(?:hours?|hrs?)\b"), "h"), (re.compile(r"(\d+)\s*(?:days?)\b"), "d"))  # fmt: skip
+
+
 def parse_duration(text: str) -> float:
-    """Seconds from `90s`, `15m`, `1h30m`, `2d`."""
+    """Seconds from `90s`, `15m`, `1h30m`, `2d`, `1 hour`, `1h 30m`, `90 minutes`."""
     raw = text.strip().lower()
+    for unit, letter in _UNITS:
+        raw = unit.sub(r"\g<1>" + letter, raw)
+    raw = re.sub(r"\s+", "", raw)
     match = _DURATION.match(raw)
     if not raw or match is None or not any(match.groups()):
         raise WindowError(text, "expected a duration like 90s, 15m, 1h30m")

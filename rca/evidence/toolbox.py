@@ -37,7 +37,7 @@ from rca.evidence.logs import (
 )
 from rca.evidence.metrics import MetricShift, metric_shifts, unmatched
 from rca.evidence.traces import NO_GAPS, GapShare, LatencyShift, latency_shifts, timings
-from rca.model import Incident, LineCounts, LogRecord, Modality, Span, SpanTable
+from rca.model import Incident, LineCounts, LogRecord, Modality, Series, Span, SpanTable, to_iso
 from rca.signals import Signal, is_host_metric
 from rca.sources.protocols import (
     LineCountSource,
@@ -186,6 +186,21 @@ class Toolbox:
         if not records and modality not in self.failed:
             self.missing.append(f"{modality}: no records in the window")
 
+    def _say_coverage(self, series: Sequence[Series]) -> None:
+        """Where the data hold less of the window than was asked (a gap of more than two
+        samples at either end), say which part they cover."""
+        held = [s for s in series if len(s)]
+        if not held:
+            return
+        first = min(float(s.timestamps[0]) for s in held)
+        last = max(float(s.timestamps[-1]) for s in held)
+        steps = [float(np.median(np.diff(s.timestamps))) for s in held if len(s) > 1]
+        step = float(np.median(steps)) if steps else 0.0
+        window = self.incident.window
+        if first - window.start > 2 * step or window.end - last > 2 * step:
+            self.missing.append(f"metrics cover only {to_iso(first)} to {to_iso(last)} of the window asked "
+                                f"({(last - first) / 60:.0f} of {window.seconds / 60:.0f} min)")  # fmt: skip
+
     @property
     def exhausted(self) -> bool:
         return self.budget is not None and self.reads >= self.budget
@@ -308,6 +323,7 @@ class Toolbox:
                 if src is not None:
                     now = await self._read("metrics", src.series(MetricQuery(self.incident.window)), [])
                     self._say_if_empty("metrics", now)
+                    self._say_coverage(now)
                     normal = self.incident.normal_for(Modality.METRICS)
                     ref = []
                     if normal is not None and normal.sources.metrics is not None and "metrics" not in self.failed:

@@ -9,9 +9,10 @@ from rca.errors import InputError
     [
         ("ts-order-service 30m", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "30m")),
         ("ts-order-service", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "30m")),
-        ("  `ts-order-service`   1h 30m ", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "1h30m")),
-        ("ts-order-service 14:05 - 14:35", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "14:05-14:35")),
-        ("ts-order-service 14:05 to 14:35", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "14:05-14:35")),
+        ("  `ts-order-service`   1h 30m ", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "1h 30m")),
+        ("ts-order-service 14:05 - 14:35", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "14:05 - 14:35")),
+        ("ts-order-service 14:05 to 14:35", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "14:05 - 14:35")),
+        ("checkout last 1 hour", RcaCommand(Kind.INVESTIGATE, "checkout", "1 hour")),
         ("ts-order-service last 90s", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "90s")),
         ("api 2026-01-29T13:00Z/2026-01-29T13:30Z", RcaCommand(Kind.INVESTIGATE, "api", "2026-01-29T13:00Z/2026-01-29T13:30Z")),
         ("", RcaCommand(Kind.HELP)),
@@ -33,3 +34,20 @@ def test_refuses_with_a_reason(text: str) -> None:
     with pytest.raises(InputError) as err:
         parse_rca_command(text)
     assert str(err.value)
+
+
+@pytest.mark.parametrize(("typed", "seconds"), [("1 hour", 3600), ("1h 30m", 5400), ("90 minutes", 5400), ("2 days", 172800),
+                                                ("45 secs", 45), ("14:05 - 14:35", 1800)])  # fmt: skip
+def test_windows_read_as_people_type_them(typed: str, seconds: int) -> None:
+    from rca.windows import parse_window
+
+    window = parse_rca_command(f"checkout last {typed}").window
+    assert parse_window(window, now=1_700_000_000.0).seconds == seconds
+
+
+def test_a_bad_window_is_named_as_typed() -> None:
+    from rca.errors import WindowError
+    from rca.windows import parse_window
+
+    with pytest.raises(WindowError, match="'1 fortnight'"):
+        parse_window(parse_rca_command("checkout last 1 fortnight").window, now=1_700_000_000.0)
