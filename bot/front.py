@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -66,6 +67,7 @@ class SlackFront:
         self.allowed_users = allowed_users
         self.clock = clock
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}  # user-group id -> (read at, members)
+        self._zones: dict[str, str] = {}  # user id -> the time zone Slack says they read in
 
     async def may_act(self, *, user: str, channel: str) -> bool:
         if self.allowed_channels and channel not in self.allowed_channels:
@@ -76,6 +78,22 @@ class SlackFront:
             if user in await self._members(group):
                 return True
         return False
+
+    async def zone(self, user: str) -> str:
+        """The user's time zone as Slack's users.info gives it (IANA name), read once; UTC for
+        an alert, or where Slack will not say or names a zone not known here."""
+        if user == ALERTMANAGER or not user:
+            return "UTC"
+        if user not in self._zones:
+            tz = "UTC"
+            try:
+                found = str(((await self.client.users_info(user=user)).get("user") or {}).get("tz") or "UTC")
+                ZoneInfo(found)
+                tz = found
+            except (SlackApiError, ValueError, ZoneInfoNotFoundError) as exc:
+                log.info("no time zone for %s: %s", user[:20], type(exc).__name__)
+            self._zones[user] = tz
+        return self._zones[user]
 
     async def _members(self, group: str) -> frozenset[str]:
         """A user group's members, read at most every five minutes (none when Slack will not say)."""
@@ -125,7 +143,7 @@ class SlackFront:
             log.error("storage unavailable, /rca %s not started: %s", command.service[:60], exc)
             await reply(respond, STORAGE_DOWN)
             return
-        text, blocks = render.parent(run, "⏳ running — follow the investigation in the thread")
+        text, blocks = render.parent(run, "⏳ running — follow the investigation in the thread", await self.zone(user))
         try:
             posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=blocks)
         except SlackApiError as exc:
@@ -271,7 +289,7 @@ class SlackFront:
 
     async def _post_verdict(self, run: Run, ts: str, parent_ts: str) -> None:
         verdict, incident = await self.desk.verdict_and_incident(run.id)  # one lookup and audit for both
-        text, blocks = render.verdict(verdict, runbook=self._runbook(verdict))
+        text, blocks = render.verdict(verdict, runbook=self._runbook(verdict), tz=await self.zone(run.user))
         await self._post(run.channel, ts, text, blocks)
         await self._chart(run.channel, ts, await self.desk.chart_for(verdict, incident),
                           "The root cause's most anomalous signal")  # fmt: skip
@@ -307,7 +325,7 @@ class SlackFront:
     async def _update_parent(self, run: Run, ts: str, status: str) -> None:
         if run.user == ALERTMANAGER:  # the parent is the alert itself: it stays as posted, the thread tells
             return
-        text, blocks = render.parent(run, status)
+        text, blocks = render.parent(run, status, await self.zone(run.user))
         await self._call(self.client.chat_update(channel=run.channel, ts=ts, text=text, blocks=blocks))
 
     # -- buttons -----------------------------------------------------------------------------
@@ -345,7 +363,7 @@ class SlackFront:
             return
         text, blocks = render.repair(before, result)
         await self._post(channel, row.thread_ts, text, blocks)
-        text, blocks = render.verdict(after, repaired=True, runbook=self._runbook(after))
+        text, blocks = render.verdict(after, repaired=True, runbook=self._runbook(after), tz=await self.zone(user))
         await self._post(channel, row.thread_ts, text, blocks)
 
     async def resume(self, investigation: str, *, channel: str, user: str, team: str) -> None:
@@ -449,9 +467,15 @@ class SlackFront:
 
     # -- the summary -------------------------------------------------------------------------
     async def post_summary(self, channel: str) -> None:
-        """The last day's investigations of this channel, posted into it (no other channel's)."""
+        """The last day's investigations of this channel, posted into it (no other channel's),
+        timed in the zone its daily summary was set in (UTC without one)."""
         end = self.clock()
-        text, blocks = render.summary(await self.desk.summary(start=end - DAY, end=end, channel=channel))
+        try:
+            sub = await asyncio.to_thread(self.schedule.subscription, channel) if self.schedule is not None else None
+        except StorageError:
+            sub = None
+        text, blocks = render.summary(await self.desk.summary(start=end - DAY, end=end, channel=channel),
+                                      tz=sub.tz if sub is not None else "UTC")  # fmt: skip
         await self._call(self.client.chat_postMessage(channel=channel, text=text, blocks=blocks))
 
     async def schedule_summary(self, *, channel: str, user: str, at: str | None, tz: str) -> str:

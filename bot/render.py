@@ -61,16 +61,26 @@ def clock(t: float, tz: str) -> str:
     return f"{datetime.fromtimestamp(t, ZoneInfo(tz)):%Y-%m-%d %H:%M} {tz}"
 
 
-def window_text(w: Window) -> str:
-    return f"{to_iso(w.start)} → {to_iso(w.end)} ({w.seconds / 60:.0f} min)"
+def at(t: float, tz: str = "UTC", *, near: float | None = None) -> str:
+    """A moment in the reader's zone: `14:05 CET`, with its date where it falls on another
+    day than `near` (or always, without `near`)."""
+    zone = ZoneInfo(tz)
+    moment = datetime.fromtimestamp(t, zone)
+    if near is not None and datetime.fromtimestamp(near, zone).date() == moment.date():
+        return f"{moment:%H:%M %Z}"
+    return f"{moment:%Y-%m-%d %H:%M %Z}"
+
+
+def window_text(w: Window, tz: str = "UTC") -> str:
+    return f"{at(w.start, tz)} → {at(w.end, tz, near=w.start)} ({w.seconds / 60:.0f} min)"
 
 
 # -- the parent message ----------------------------------------------------------------------
-def parent(run: Run, status: str) -> tuple[str, list[Block]]:
+def parent(run: Run, status: str, tz: str = "UTC") -> tuple[str, list[Block]]:
     text = f"Investigating {run.service}: {status}"
     return text, [
         section(f"🔎 *Root-cause analysis of `{plain(run.service)}`*\n{status}"),
-        context(f"window {window_text(run.window)} · asked by <@{run.user}> · `{run.id}`"),
+        context(f"window {window_text(run.window, tz)} · asked by <@{run.user}> · `{run.id}`"),
     ]
 
 
@@ -94,7 +104,8 @@ def headline(v: Verdict, *, repaired: bool = False) -> str:
     return f"{word}: {either(names)} — first place {service}, {_fault(fault)} ({p})"
 
 
-def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = None) -> tuple[str, list[Block]]:
+def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = None,
+            tz: str = "UTC") -> tuple[str, list[Block]]:  # fmt: skip
     """The verdict, to act on at a glance: the lead cause and why, the path to the symptom, what
     to check or do next, whether the reasoning holds, and the buttons."""
     t = v.trace
@@ -109,8 +120,8 @@ def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = Non
     blocks = [{"type": "header", "text": {"type": "plain_text", "text": clip(head, 150)}}]
     if v.standing is not None and v.standing.doubtful and not repaired:
         blocks.append(section(doubt(v.audit, v.standing)))
-    blocks.append(section(f"*Why*\n{_why(t)}" + (f"\n_Other candidates_: {others}" if others else "")))
-    path = _chain(t)
+    blocks.append(section(f"*Why*\n{_why(t, tz, v.window.end)}" + (f"\n_Other candidates_: {others}" if others else "")))
+    path = _chain(t, tz, v.window.end)
     if path:
         blocks.append(section(f"*Path to the symptom*\n{path}"))
     blocks.append(section(f"*Next*\n{_next(t, runbook)}"))
@@ -133,32 +144,33 @@ def _fault(fault: str) -> str:
     return _FAULTS.get(fault, fault.replace("_", " "))
 
 
-def _why(t: Trace) -> str:
-    """The lead's strongest findings in plain words, each with when it began."""
+def _why(t: Trace, tz: str = "UTC", near: float | None = None) -> str:
+    """The lead's strongest findings in plain words, each with when it began (in the reader's
+    zone, dated where it falls on another day than the window's end)."""
     lines = []
     for ev in cited_evidence(t, t.hypotheses[0], 3) if t.hypotheses else []:
-        began = f" (from {to_iso(ev.onset)[11:16]} UTC)" if ev.onset is not None else ""
+        began = f" (from {at(ev.onset, tz, near=near)})" if ev.onset is not None else ""
         if ev.under_way:
             began = " (already under way when the window opened)"
         lines.append(f"• {plain(ev.entity)}: {plain(clip(readable(ev.detail), 180))}{began}")
     return "\n".join(lines) or "• no single finding stands out; see the evidence with `evidence` in the thread"
 
 
-def _chain(t: Trace) -> str:
+def _chain(t: Trace, tz: str = "UTC", near: float | None = None) -> str:
     """From the blamed service along the calls to the symptom; a step the telemetry does not
     support (no anomaly there, or one that began too late) is drawn dotted."""
     lead = t.hypotheses[0] if t.hypotheses else None
     chain = next((c for c in t.chains if lead is not None and c.hypothesis == lead.id), None)
     if chain is None or lead is None:
         return ""
-    parts, at = [f"*{plain(chain.root)}*"], chain.root
+    parts, here = [f"*{plain(chain.root)}*"], chain.root
     for ln in chain.links:
-        if ln.source != at:
+        if ln.source != here:
             parts.append(f"⋯ {plain(ln.source)}")
-        onset = f" (from {to_iso(ln.onset_target)[11:16]})" if ln.onset_target else ""
+        onset = f" (from {at(ln.onset_target, tz, near=near)})" if ln.onset_target else ""
         parts.append(f"→ {plain(ln.target)}{onset}")
-        at = ln.target
-    if at != t.symptom:
+        here = ln.target
+    if here != t.symptom:
         parts.append(f"⋯ {plain(t.symptom)}")
     if len(parts) == 1:
         return ""
@@ -407,8 +419,8 @@ def interrupted(id: str) -> tuple[str, list[Block]]:
 
 
 # -- summary and status ----------------------------------------------------------------------
-def summary(s: Summary) -> tuple[str, list[Block]]:
-    head = f"Daily RCA summary: {len(s.rows)} investigation(s), {to_iso(s.start)[:16]} → {to_iso(s.end)[:16]} UTC"
+def summary(s: Summary, tz: str = "UTC") -> tuple[str, list[Block]]:
+    head = f"Daily RCA summary: {len(s.rows)} investigation(s), {at(s.start, tz)} → {at(s.end, tz)}"
     if not s.rows:
         return head, [section(f"*{head}*\nNo investigations in this period.")]
     accuracy = f"{s.accuracy:.0%} of {len(s.feedback)} with feedback" if s.accuracy is not None else "no feedback yet"

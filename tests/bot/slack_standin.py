@@ -51,6 +51,7 @@ class SlackStandIn:
     socket_inbox: list[dict[str, Any]] = field(default_factory=list)  # what the app sent over Socket Mode
     streams: dict[str, dict[str, Any]] = field(default_factory=dict)  # ts -> channel, thread, open
     delay: float = 0.0  # seconds every Web API answer takes: a call made before an ack delays the ack
+    zones: dict[str, str] = field(default_factory=dict)  # user id -> tz users.info gives (UTC otherwise)
 
     def __post_init__(self) -> None:
         self._ts = itertools.count(1)
@@ -153,6 +154,9 @@ class SlackStandIn:
         if method == "chat.getPermalink":
             return {"ok": True, "channel": channel,
                     "permalink": f"https://standin.slack.com/archives/{channel}/p{str(p.get('message_ts')).replace('.', '')}"}  # fmt: skip
+        if method == "users.info":
+            user = str(p.get("user", ""))
+            return {"ok": True, "user": {"id": user, "tz": self.zones.get(user, "UTC"), "tz_label": "", "tz_offset": 0}}
         if method == "usergroups.users.list":
             group = str(p.get("usergroup", ""))
             if group not in self.usergroups:

@@ -449,3 +449,18 @@ def test_the_words_the_thread_help_advertises_work_and_the_team_runbook_answers_
             assert "kubectl rollout undo deploy/x" in await ask("should I roll back?", 5)
 
     run(scenario)
+
+
+def test_times_are_shown_in_the_askers_zone_with_the_date(tmp_path: Path, nezha_slice: Path) -> None:
+    """The verdict's onsets and the window read in the zone Slack says the asker lives in."""
+
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, zones={"U0ONCALL": "America/New_York"}) as (_bot, slack, url):
+            await post(url, command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="t-tz"))
+            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
+            words = blocks_text(verdict)
+            assert " EST)" in words and " UTC)" not in words  # 13:3x UTC is 08:3x in New York in January
+            parent = next(c for c in slack.of("chat.postMessage") if "Root-cause analysis" in blocks_text(c))
+            assert "2023-01-29 08:26 EST" in blocks_text(parent)
+
+    run(scenario)
