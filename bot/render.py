@@ -183,8 +183,7 @@ def _next(t: Trace, runbook: Runbook | None) -> str:
     lines = []
     for test in t.decision.tests[:3]:
         suspect = names.get(test.hypothesis, test.target)
-        lines.append(f"• Check {plain(test.subject)} at {plain(test.target)} ({test.tool}): abnormal if "
-                     f"{plain(suspect)} is the cause")  # fmt: skip
+        lines.append(f"• {step(test.tool, test.target, test.subject)}: abnormal if {plain(suspect)} is the cause")
     if runbook is not None:
         if runbook.owner:
             lines.append(f"• Owner: {_owner(runbook.owner)}")
@@ -200,6 +199,19 @@ def _next(t: Trace, runbook: Runbook | None) -> str:
 
 
 _SLACK_ID = re.compile(r"^[US][A-Z0-9]{2,20}$")
+_TEMPLATE = re.compile(r"^T\d+@(.+)$")  # a mined log template keyed by its code location
+
+
+def step(tool: str, target: str, subject: str) -> str:
+    """A check as something to do: the metric to graph, the log lines to search (by the code
+    location that writes them, not the miner's template id), the calls to look at."""
+    if tool == "logs":
+        where = _TEMPLATE.match(subject)
+        what = f"lines written at `{plain(where.group(1))}`" if where else f"`{plain(subject)}`"
+        return f"Search the logs of {plain(target)} for {what}"
+    if tool == "spans":
+        return f"Look at the spans of the calls {plain(subject)}, on {plain(target)}'s side"
+    return f"Graph {plain(target)}'s `{plain(subject)}`"
 
 
 def runbook_answer(service: str, runbook: Runbook | None, asked: Sequence[str]) -> str:

@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -68,6 +69,8 @@ def test_the_verdict_fits_one_screen_names_the_blamed_service_first_and_says_wha
     assert "<!subteam^S0ORDERS>" in json.dumps(blocks) and "kubectl rollout undo" in words and "dashboard" in words
     assert "Repair reasoning" in words and "Run checks" in words and "Reasoning" in words
     assert "robust z" not in words and "h-1" not in words  # no jargon, no internal ids
+    assert not re.search(r"\bT\d+@", words)  # a log check names the code location, not the miner's template id
+    assert "Graph " in words or "Search the logs of" in words or "Look at the spans" in words  # next steps are steps
     # any other service gets the catch-all, whose text is shown, never read as markup
     assert "<!channel>" not in json.dumps(render.verdict(verdict, runbook=books.of("elsewhere"))[1])
 
