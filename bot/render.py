@@ -247,7 +247,7 @@ def doubt(a: Audit, standing: Standing) -> str:
     failed = sorted((c for c in a.criteria if c.violated), key=lambda c: (c.name not in TELEMETRY_CHECKS, c.score))
     check = f" Weakest check: *{failed[0].name.replace('_', ' ')}*: {plain(clip(failed[0].explanation, 200))}." if failed else ""
     return (f"⚠️ *This verdict may be wrong.* The reasoning check trusts it less than {standing.above} of this "
-            f"bot's last {standing.of} verdicts (trust {a.trust:.2f}).{check} *Repair reasoning* re-checks it; "
+            f"bot's last {standing.of} verdicts (trust {a.trust:.2f}).{check} *Re-check reasoning* audits each step again and mends a broken one; "
             "*Run checks* tests the leading causes against each other.")  # fmt: skip
 
 
@@ -271,7 +271,7 @@ def _audit_line(a: Audit, *, unsure: bool = False) -> str:
         stage = unmet.stage.replace("_", " ")
         why = f"{unmet.name.replace('_', ' ')}: {plain(clip(unmet.explanation, 200))}"
     return (f"⚠️ Reasoning weak at {stage}{': ' + why if why else ''} (score {a.score:.2f} of 1, "
-            f"telemetry support {a.support:.0%}) · *Repair reasoning* re-checks it")  # fmt: skip
+            f"telemetry support {a.support:.0%}) · *Re-check reasoning* audits each step again")  # fmt: skip
 
 
 def _missing(t: Trace) -> list[Block]:
@@ -283,7 +283,7 @@ def _buttons(id: str, *, repair: bool) -> Block:
     elements = []
     if repair:
         elements.append({"type": "button", "action_id": REPAIR, "value": id, "style": "primary",
-                         "text": {"type": "plain_text", "text": "Repair reasoning"}})  # fmt: skip
+                         "text": {"type": "plain_text", "text": "Re-check reasoning"}})  # fmt: skip
         elements.append({"type": "button", "action_id": VERIFY, "value": id,
                          "text": {"type": "plain_text", "text": "Run checks"}})  # fmt: skip
     elements.append({"type": "button", "action_id": CORRECT, "value": id,

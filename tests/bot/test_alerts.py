@@ -65,7 +65,7 @@ def test_an_alert_group_opens_one_thread_gets_its_repeats_and_its_resolution(tmp
             await slack.wait_for(lambda c: bool(parents(slack, ORDERS)))
             parent = parents(slack, ORDERS)[0]
             verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == ORDERS
-                                           and "Repair reasoning" in blocks_text(c), timeout=120)  # fmt: skip
+                                           and "Re-check reasoning" in blocks_text(c), timeout=120)  # fmt: skip
             ts = verdict.params["thread_ts"]
             assert "CPU is high" in parent.params["text"]
             await asyncio.sleep(3.0)  # the alert message stays: the verdict is a reply, never written over it

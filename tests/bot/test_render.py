@@ -67,7 +67,7 @@ def test_the_verdict_fits_one_screen_names_the_blamed_service_first_and_says_wha
     path = next(b["text"]["text"] for b in blocks if b["type"] == "section" and "Path to the symptom" in b["text"]["text"])
     assert path.split("\n")[1].startswith(f"*{lead}*")  # the chain starts at the blamed service
     assert "<!subteam^S0ORDERS>" in json.dumps(blocks) and "kubectl rollout undo" in words and "dashboard" in words
-    assert "Repair reasoning" in words and "Run checks" in words and "Reasoning" in words
+    assert "Re-check reasoning" in words and "Run checks" in words and "Reasoning" in words
     assert "robust z" not in words and "h-1" not in words  # no jargon, no internal ids
     assert not re.search(r"\bT\d+@", words)  # a log check names the code location, not the miner's template id
     assert "Graph " in words or "Search the logs of" in words or "Look at the spans" in words  # next steps are steps
@@ -126,7 +126,7 @@ def test_a_fault_type_its_evidence_does_not_show_is_named_in_the_verdict_with_th
     a = audit(retyped, ctx)
     payload = render.as_text(render.verdict(Verdict("inv-1", "Frontend", Window(0, 600), retyped, a))[1])
     assert a.route.value != "accept" and "type carried" in payload and "shows no sign of" in payload
-    assert "Repair reasoning" in payload
+    assert "Re-check reasoning" in payload
 
 
 def test_a_delay_read_only_from_metrics_is_named_in_the_doubt_line() -> None:
