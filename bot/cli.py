@@ -506,7 +506,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     sets = sorted({d for d, *_ in rows})
     calibration = fit([(f, ok) for *_, f, ok in rows],
                       fitted_on=f"{len(rows)} first places of {args.engine}: {', '.join(sets)}; "
-                                f"protocols {', '.join(sorted({p for _, p, *_ in rows}))}")  # fmt: skip
+                                f"protocols {' | '.join(sorted({p for _, p, *_ in rows}))}")  # fmt: skip
     print(render_fit(rows, calibration))
     print(f"likely from p >= {calibration.likely:.3f}; weights {', '.join(f'{w:.3f}' for w in calibration.weights)}")
     if args.out:
