@@ -23,7 +23,7 @@ from redis.exceptions import RedisError
 
 from bot.charts import signal_chart
 from bot.telemetry import Telemetry
-from rca.calibration import shipped, trace_features
+from rca.calibration import features, shipped
 from rca.decision import tied
 from rca.engines import build_engine
 from rca.engines.lats import SearchEngine
@@ -116,7 +116,8 @@ class Verdict:
     @property
     def probability(self) -> float:
         """How often first places like this one were right (rca.calibration, as shipped)."""
-        return shipped().probability(trace_features(to_json(self.trace)))
+        confidences = [confidence for _, _, confidence, _ in self.trace.decision.ranking]
+        return shipped().probability(features(confidences, sum(self.trace.evidence_package.modalities.values())))
 
     @property
     def leaders(self) -> tuple[str, ...]:
