@@ -44,10 +44,15 @@ def test_dataset_name_is_the_folder_name(nezha_slice: Path, tmp_path: Path) -> N
     assert root.exists()
 
 
-def test_metric_timestamps_with_go_suffix_and_nan(nezha_slice: Path, tmp_path: Path) -> None:
+def _metric_lines(nezha_slice: Path) -> list[str]:
+    """The lines of one real pod metric file of the slice (header first)."""
     src = next((nezha_slice / "rca_data" / DAY / "metric").glob("ts-contacts-service*"))
     with gzip.open(src, "rt") as fh:
-        lines = fh.read().splitlines()
+        return fh.read().splitlines()
+
+
+def test_metric_timestamps_with_go_suffix_and_nan(nezha_slice: Path, tmp_path: Path) -> None:
+    lines = _metric_lines(nezha_slice)
     header = lines[0].split(",")
     # drop the epoch column so the Go-style `Time` strings must be parsed, and blank a value
     drop = header.index("TimeStamp")
@@ -230,9 +235,7 @@ def test_the_fault_free_stretch_is_kept_apart_from_the_look_back(nezha_slice: Pa
 
 def test_a_misrecorded_sample_time_is_set_right_or_left_out_and_said(nezha_slice: Path, tmp_path: Path) -> None:
     """A TimeStamp years from the rest of its file (a digit flipped) is not placed in another year."""
-    src = next((nezha_slice / "rca_data" / DAY / "metric").glob("ts-contacts-service*"))
-    with gzip.open(src, "rt") as fh:
-        lines = fh.read().splitlines()
+    lines = _metric_lines(nezha_slice)
     header = lines[0].split(",")
     at = header.index("TimeStamp")
     rows = [line.split(",") for line in lines]
