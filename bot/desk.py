@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -395,7 +395,7 @@ class Desk:
         if row.trace is None:
             raise InputError(f"investigation {id} has no result ({row.status}{': ' + row.error if row.error else ''})")
         incident = await self._incident(row)
-        trace, verdict_audit = await self._audited(incident, row.trace)
+        trace, verdict_audit = await self._audited(incident, row.trace, stored=row.audit)
         similar = await asyncio.to_thread(self.store.similar, channel=row.channel, top_service=row.top_service,
                                           top_fault=row.top_fault, before=row.created)  # fmt: skip
         earlier = await asyncio.to_thread(self.store.trusts, before=row.created)
@@ -543,8 +543,18 @@ class Desk:
                 self._contexts.pop(next(iter(self._contexts)))
         return ctx
 
-    async def _audited(self, incident: Incident, doc: dict[str, Any]) -> tuple[Trace, Audit]:
-        """A stored trace read back (schema-checked) and audited, off the event loop."""
+    async def _audited(self, incident: Incident, doc: dict[str, Any],
+                       stored: Mapping[str, Any] | None = None) -> tuple[Trace, Audit]:  # fmt: skip
+        """A stored trace read back (schema-checked) with its audit, off the event loop: the
+        audit stored with it where that one is whole (no scan of the telemetry), else audited
+        again (one stored before audits were kept whole)."""
+        if stored is not None:
+            try:
+                kept = Audit.from_json(stored)
+            except (KeyError, TypeError, ValueError):
+                pass
+            else:
+                return await asyncio.to_thread(from_json, doc), kept
         ctx = await self._audit_context(incident)
 
         def read() -> tuple[Trace, Audit]:

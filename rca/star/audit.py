@@ -10,8 +10,10 @@ its answer (rca.star.support), and `trust` = S x support is what predicts a wron
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from rca.star import analysis, hypotheses, package, report, support
 from rca.star.criteria import AuditContext, Criterion
@@ -71,9 +73,21 @@ class Audit:
                                  "blamed": list(c.blamed)} for c in d.violations]}  # fmt: skip
                 for d in self.stages
             ],
-            "criteria": [{"stage": c.stage, "criterion": c.name, "score": round(c.score, 4), "weight": c.weight}
+            "criteria": [{"stage": c.stage, "criterion": c.name, "score": c.score, "weight": c.weight,
+                          "explanation": c.explanation, "blamed": list(c.blamed), "necessary": c.necessary}
                          for c in self.criteria],  # fmt: skip
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Audit:
+        """An audit read back from `to_json`: its criteria whole, the scores recomputed from them
+        as `audit` computes them. KeyError where `data` is not a whole one (an audit stored
+        before it kept every criterion)."""
+        criteria = tuple(Criterion(c["stage"], c["criterion"], float(c["score"]), float(c["weight"]),
+                                   c["explanation"], tuple(c["blamed"]), bool(c["necessary"]))
+                         for c in data["criteria"])  # fmt: skip
+        score, stages = _scored(criteria)
+        return cls(score, Route(data["route"]), stages, criteria, float(data["support"]))
 
 
 _CHECKS = (package.check, hypotheses.check, analysis.check, report.check, support.check)
@@ -82,6 +96,17 @@ _CHECKS = (package.check, hypotheses.check, analysis.check, report.check, suppor
 def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) -> Audit:
     """Audit a trace against the call graph and the telemetry it could read."""
     criteria = tuple(c for check in _CHECKS for c in check(trace, ctx))
+    score, stages = _scored(criteria)
+    named = {c.name: c for c in criteria}
+    way = route(score, config)
+    if way is Route.ACCEPT and any(c.unmet for c in criteria):
+        way = Route.FAST  # a requirement no average makes up for: repair it
+    backing = support.support(trace, named["independent_lead"], named["leads_examined"], named["seen_at_source"])
+    return Audit(score, way, stages, criteria, backing)
+
+
+def _scored(criteria: tuple[Criterion, ...]) -> tuple[float, tuple[StageDiagnostic, ...]]:
+    """S over every criterion, and each stage's score, severity and violations."""
     total = sum(c.weight for c in criteria)
     score = sum(c.weight * c.score for c in criteria) / total if total else 0.0
     stages = []
@@ -90,12 +115,7 @@ def audit(trace: Trace, ctx: AuditContext, config: StarConfig = StarConfig()) ->
         weight = sum(c.weight for c in mine)
         stage_score = sum(c.weight * c.score for c in mine) / weight if weight else 1.0
         stages.append(StageDiagnostic(stage, stage_score, 1.0 - stage_score, tuple(c for c in mine if c.violated)))
-    named = {c.name: c for c in criteria}
-    way = route(score, config)
-    if way is Route.ACCEPT and any(c.unmet for c in criteria):
-        way = Route.FAST  # a requirement no average makes up for: repair it
-    backing = support.support(trace, named["independent_lead"], named["leads_examined"], named["seen_at_source"])
-    return Audit(score, way, tuple(stages), criteria, backing)
+    return score, tuple(stages)
 
 
 def route(score: float, config: StarConfig) -> Route:

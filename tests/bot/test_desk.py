@@ -81,3 +81,20 @@ def test_console_session(tmp_path: Path, nezha_slice: Path) -> None:
     assert "Re-ranked:" in text and "Repair: S" in text and "Marked correct." in text
     assert "1 investigation(s) in the last day" in text and "Did you mean Frontend" in text
     assert list(tmp_path.glob("rcabot-*.png"))
+
+
+def test_a_verdict_read_back_after_a_restart_keeps_its_stored_audit_and_scans_nothing_again(tmp_path: Path,
+                                                                                              nezha_slice: Path) -> None:  # fmt: skip
+    async def scenario() -> None:
+        desk = desk_on(tmp_path, nezha_slice)
+        run = await desk.open("Frontend", "10m", channel="C1", user="U1")
+        [e async for e in desk.investigate(run)]
+        before = await desk.verdict(run.id)
+        desk.close()
+        restarted = desk_on(tmp_path, nezha_slice)  # another process over the same database
+        after = await restarted.verdict(run.id)
+        assert after.audit == before.audit and after.trace == before.trace
+        assert restarted._contexts == {}  # the audit was read back, not computed from a new scan
+        restarted.close()
+
+    asyncio.run(scenario())

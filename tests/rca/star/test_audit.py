@@ -332,3 +332,16 @@ def test_a_delay_seen_only_in_latency_percentiles_is_trusted_by_that_modality_ra
     assert source[spans].score == 1.0 and source[metrics].score == 0.5
     assert "only in its metrics" in source[metrics].explanation and not source[metrics].necessary
     assert spans.support > 0 and metrics.support == pytest.approx(spans.support / 2, abs=1e-3)
+
+
+def test_an_audit_read_back_from_its_json_is_the_same_audit(real: tuple[Trace, AuditContext]) -> None:
+    from rca.star.audit import Audit
+
+    trace, ctx = real
+    for t in (trace, _clean(trace, ctx)):
+        done = audit(t, ctx)
+        back = Audit.from_json(json.loads(json.dumps(done.to_json())))
+        assert back == done
+        assert back.trust == done.trust and back.blamed == done.blamed
+    with pytest.raises(KeyError):  # one stored before audits kept every criterion: audited again
+        Audit.from_json({"score": 0.9, "route": "accept", "blamed_stage": None})
