@@ -12,8 +12,9 @@ fault stays in the data and competes). From a time where the protocol places a f
 (realistic and centred: 1-5 minutes before the window's end; late: 1-10 minutes before the
 window begins; cropped: up to 5 minutes before the recording begins, so it is under way in
 every sample), every series of that family of that service moves the bad way by D of its own
-robust deviations (1.4826 MAD of its values before that time; their standard deviation where
-the MAD is 0), for each D of `--shifts`. The plant is made in the telemetry as recorded at
+robust deviations (1.4826 MAD of its values before that time, or where fewer than three come
+before it, of the normal an engine reads for it: the stretch recorded apart, under `cropped`;
+their standard deviation where the MAD is 0), for each D of `--shifts`. The plant is made in the telemetry as recorded at
 its own step, before any resampling, renaming or fleet (a fault happens to the service, not
 to its exporter). Families (`--families`): resource (CPU and memory together, a stress-ng
 hog), cpu, memory, disk, latency, errors. The planted service is the answer. Printed per
@@ -37,14 +38,15 @@ import random
 import sys
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from rca.engines import build_engine
 from rca.evaluation.protocols import Placement, Protocol, parse_protocol
-from rca.model import Incident, IncidentCase, Series
+from rca.model import Incident, IncidentCase, Modality, Series
 from rca.signals import Signal, bad_direction, is_host_metric, signal_of
 from rca.sources.datasets import find_cases
 from rca.sources.protocols import MetricQuery, MetricSource
@@ -83,6 +85,9 @@ class Stressed:
     since: float
     shift: float
     family: frozenset[Signal] = RESOURCES
+    # per series (entity, metric, instance), the values an engine reads as its normal: the scale
+    # where fewer than three points come before `since` (a recording that begins at the fault)
+    normals: Mapping[tuple[str, str, str], np.ndarray] = field(default_factory=dict)
 
     async def entities(self) -> tuple[str, ...]:
         return await self.inner.entities()
@@ -95,12 +100,37 @@ class Stressed:
         after = s.timestamps >= self.since
         if not after.any():
             return s
-        before = s.values[~after]
         values = s.values.astype(float).copy()
-        values[after] += (
-            bad_direction(s.metric) * self.shift * robust_scale(before if before.size else s.values)
-        )
+        values[after] += bad_direction(s.metric) * self.shift * robust_scale(reference(s, self.since, self.normals))
         return replace(s, values=values)
+
+
+def reference(s: Series, since: float, normals: Mapping[tuple[str, str, str], np.ndarray]) -> np.ndarray:
+    """What a series' deviations from `since` on are measured in: its finite values before
+    then, or where fewer than three come before (a recording that begins at the fault) the
+    normal an engine reads for it, or else all its values."""
+    before = s.values[(s.timestamps < since) & np.isfinite(s.values)]
+    if before.size >= 3:
+        return before
+    normal = normals.get((s.entity, s.metric, s.instance))
+    return normal if normal is not None and normal.size else s.values[np.isfinite(s.values)]
+
+
+async def normals(incident: Incident) -> dict[tuple[str, str, str], np.ndarray]:
+    """Per series, the finite values an engine reads as its normal: its look-back, or where
+    that holds none of it, the stretch recorded apart."""
+    normal = incident.normal_for(Modality.METRICS)
+    out: dict[tuple[str, str, str], np.ndarray] = {}
+    if normal is None:
+        return out
+    for part in (normal.fault_free, normal.sources):  # the look-back wins where it has the series
+        if part is None or part.metrics is None:
+            continue
+        for s in await part.metrics.series(MetricQuery(normal.window)):
+            values = s.values[np.isfinite(s.values)]
+            if values.size:
+                out[(s.entity, s.metric, s.instance)] = values
+    return out
 
 
 async def planted(case: IncidentCase, incident: Incident, family: frozenset[Signal] = RESOURCES,
@@ -123,6 +153,35 @@ async def planted(case: IncidentCase, incident: Incident, family: frozenset[Sign
     return entity, window.end - rng.uniform(60.0, 300.0)
 
 
+def deviation(s: Series, since: float, normals: Mapping[tuple[str, str, str], np.ndarray] | None = None) -> float:
+    """The largest deviation the bad way of a series from `since` on, in robust deviations of
+    its `reference`, as a plant is made."""
+    after = s.timestamps >= since
+    if not after.any():
+        return 0.0
+    ref = reference(s, since, normals or {})
+    if ref.size == 0:
+        return 0.0
+    moved = bad_direction(s.metric) * (s.values[after] - float(np.median(ref))) / robust_scale(ref)
+    moved = moved[np.isfinite(moved)]
+    return float(moved.max()) if moved.size else 0.0
+
+
+async def rival(incident: Incident, entity: str, since: float, family: frozenset[Signal],
+                normal: Mapping[tuple[str, str, str], np.ndarray] | None = None) -> tuple[str, float]:  # fmt: skip
+    """The other entity whose own series of the family moved the most, as recorded, from the
+    plant's start to the window's end, and by how much (robust deviations; 0 where none)."""
+    metrics = incident.sources.metrics
+    assert metrics is not None
+    best: tuple[str, float] = ("", 0.0)
+    for s in await metrics.series(MetricQuery(incident.window)):
+        if s.entity != entity and _stressable(s, family):
+            d = deviation(s, since, normal)
+            if d > best[1]:
+                best = (s.entity, d)
+    return best
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     dataset: str
@@ -133,6 +192,8 @@ class Outcome:
     planted: str
     root: str  # the labelled fault's service, still in the data
     first: str | None
+    rival: float = 0.0  # the largest deviation of another entity's series of the family
+    rival_entity: str = ""
 
 
 async def run(cases: list[IncidentCase], engines: list[str], shifts: list[float], protocol: Protocol,
@@ -150,9 +211,11 @@ async def run(cases: list[IncidentCase], engines: list[str], shifts: list[float]
             if plant is None or incident.sources.metrics is None:
                 continue
             entity, since = plant
+            normal = await normals(incident)
+            rival_entity, rival_shift = await rival(incident, entity, since, FAMILIES[family], normal)
             for shift in shifts:
                 stressed = Stressed(
-                    incident.sources.metrics, entity, since, shift, FAMILIES[family]
+                    incident.sources.metrics, entity, since, shift, FAMILIES[family], normal
                 )
                 inc = protocol.record(
                     replace(incident, sources=replace(incident.sources, metrics=stressed))
@@ -160,7 +223,8 @@ async def run(cases: list[IncidentCase], engines: list[str], shifts: list[float]
                 for name, engine in zip(engines, built, strict=True):
                     ranking = (await engine.investigate(inc)).ranking
                     out.append(Outcome(incident.dataset, str(case.id), family, shift, name, entity,
-                                       case.label.service, ranking[0].service if ranking else None))  # fmt: skip
+                                       case.label.service, ranking[0].service if ranking else None,
+                                       rival_shift, rival_entity))  # fmt: skip
         print(
             f"\rcase {i}/{len(cases)} ({time.perf_counter() - started:.0f} s)",
             end="",
@@ -171,15 +235,20 @@ async def run(cases: list[IncidentCase], engines: list[str], shifts: list[float]
     return out
 
 
+DOMINANT = 10.0  # "far more than any other entity's": an order of magnitude
+
+
 def render(outcomes: list[Outcome], engines: list[str]) -> str:
-    """Per dataset and D: each engine's share with the planted service first, and with neither
-    it nor the real fault's service first (what distracted it); lats's share of BARO's right."""
+    """Per dataset, family and D: the share of plants above their rival and dominating it;
+    each engine's share with the planted service first, with neither it nor the real fault's
+    service first (what distracted it), and first among the dominating plants; lats's share of
+    BARO's right answers."""
     first: dict[tuple[str, str, float, str], dict[str, Outcome]] = defaultdict(dict)
     for o in outcomes:
         for dataset in (o.dataset, "all"):
             first[(dataset, o.family, o.shift, o.engine)][o.case] = o
-    head = f"{'dataset':<22} {'family':<9} {'D':>6} {'cases':>5} " + " ".join(
-        f"{e + ' (neither)':>22}" for e in engines
+    head = f"{'dataset':<22} {'family':<9} {'D':>6} {'cases':>5} {'above':>6} {'dom.':>6} " + " ".join(
+        f"{e + ' (neither) dom.':>28}" for e in engines
     )
     kept = "baro" in engines and "lats" in engines
     lines = [
@@ -190,13 +259,18 @@ def render(outcomes: list[Outcome], engines: list[str]) -> str:
                                          key=lambda k: (k[0] == "all", k[0], k[1], k[2])):  # fmt: skip
         cols = [first[(dataset, family, shift, e)] for e in engines]
         n = len(cols[0])
+        plants = list(cols[0].values())
+        above = sum(shift > o.rival for o in plants) / n
+        dominant = {o.case for o in plants if shift >= DOMINANT * o.rival}
         cells = []
         for col in cols:
             planted = sum(o.first == o.planted for o in col.values()) / n
             neither = sum(o.first not in (o.planted, o.root) for o in col.values()) / n
-            cells.append(f"{planted:.3f} ({neither:.3f})")
-        line = f"{dataset:<22} {family:<9} {shift:>6g} {n:>5} " + " ".join(
-            f"{c:>22}" for c in cells
+            dom = (f"{sum(col[c].first == col[c].planted for c in dominant) / len(dominant):.3f}" if dominant
+                   else "-")  # fmt: skip
+            cells.append(f"{planted:.3f} ({neither:.3f}) {dom:>5}")
+        line = f"{dataset:<22} {family:<9} {shift:>6g} {n:>5} {above:>6.3f} {len(dominant) / n:>6.3f} " + " ".join(
+            f"{c:>28}" for c in cells
         )
         if kept:
             baro, lats = (
