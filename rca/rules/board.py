@@ -25,3 +25,6 @@ class Board:
     current: frozenset[EvidenceId]  # the evidence of the incident asked about (rule `timing`)
     # per service, its calls' network-gap shares and the callees whose calls the traces timed
     edge_share: Callable[[str], GapShare] = field(default=lambda _: NO_GAPS)
+    # the evidence rule `timing` set aside only because it ran since before the data, where the
+    # data began inside the window (rca.rules.timing.undatable): time cannot place it
+    under_way: frozenset[EvidenceId] = frozenset()

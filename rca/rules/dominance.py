@@ -4,8 +4,11 @@ suspect, whatever else the rules say.
 
 A plain robust score (BARO's) gets such cases right by ranking on the largest deviation; the
 rules that weigh propagation and timing must not bury them. Only a service's own resources
-count (CPU, memory, disk, network, series of a kind not known): latency, errors and traffic
-also move in its callers. Only this incident's evidence counts (rule `timing`).
+count (CPU, memory, disk): latency, errors and traffic also move in its callers, where their
+deviation can run far beyond the callee's (lifting a service whose own errors or latency led by
+an order of magnitude put callers and proxies first: docs/benchmarks.md). Only this incident's evidence counts (rule `timing`), and an anomaly under way
+since the first sample of a recording that began inside the window (a new pod, a restarted
+exporter, a recording that begins at the fault): time cannot place it (timing.undatable).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ def own_shift(board: Board) -> dict[str, float]:
     out: dict[str, float] = {}
     for ev in board.evidence:
         if (ev.kind is not EvidenceKind.METRIC_SHIFT or ev.signal not in _OWN or is_host_metric(ev.subject)
-                or ev.id not in board.current):  # fmt: skip
+                or (ev.id not in board.current and ev.id not in board.under_way)):  # fmt: skip
             continue
         if ev.signal in (Signal.CPU, Signal.MEMORY, Signal.DISK) and ev.direction != bad_direction(ev.subject):
             continue  # less CPU or memory used is no resource fault

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rca.evidence import Evidence
-from rca.model import Modality
+from rca.model import Modality, Window
 from rca.profiles import profile_step
 from rca.topology import ONSET_TOLERANCE
 
@@ -73,3 +73,13 @@ def elsewhere(ev: Evidence, ref: Reference) -> Elsewhere | None:
     if ev.under_way:
         return Elsewhere.UNDER_WAY
     return None
+
+
+def undatable(ev: Evidence, window: Window) -> bool:
+    """Under way since its first sample, where that sample is not the window's first but a
+    recording's that began inside it (a new pod, a restarted exporter, a scrape gap): it may
+    have begun anywhere before the data, within the window asked about too, so time cannot
+    place it."""
+    if not ev.under_way or not ev.profile:
+        return False
+    return ev.profile[0][0] > window.start + max(ONSET_TOLERANCE, profile_step([ev]))

@@ -84,3 +84,46 @@ def test_a_scaled_reading_scales_every_constant_and_keeps_counts_and_switches() 
     assert all(m2.specificity[k] == 2 * v for k, v in m.specificity.items())
     for fault, recipe in m.recipes.items():
         assert m2.recipes[fault] == tuple((part, 2 * w) for part, w in recipe)
+
+
+def _shift(n: int, entity: str, subject: str, score: float, signal: Signal, onset: float, *, direction: int = 1,
+           under_way: bool = False) -> Evidence:  # fmt: skip
+    return Evidence(EvidenceId(f"ev-{n}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, subject, score,
+                    signal, "q", "d", onset, direction=direction, under_way=under_way)  # fmt: skip
+
+
+def _first(evidence: list[Evidence], graph: nx.DiGraph, config: ScoringConfig = ScoringConfig()) -> str:
+    return score_hypotheses(evidence, graph=graph, window=Window(0.0, 1000.0), symptom="front", config=config)[0].service
+
+
+def test_a_service_whose_own_resources_shifted_an_order_of_magnitude_more_than_any_others_is_first() -> None:
+    # c is not called by the symptom: the rule `reach` buries it unless it dominates
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("batch", "c")] + [("front", f"quiet-{k}") for k in range(6)])
+    off = ScoringConfig(off=frozenset({"dominance"}))
+    symptom = _shift(1, "front", "latency_seconds", 30.0, Signal.LATENCY, 500.0)
+    near = _shift(2, "b", "cpu_seconds", 30.0, Signal.CPU, 500.0)  # begun with the symptom: timing favours it
+    hog = _shift(3, "c", "cpu_seconds", 400.0, Signal.CPU, 600.0)
+    assert _first([symptom, near, hog], graph) == "c"
+    assert _first([symptom, near, hog], graph, off) == "b"
+    # not an order of magnitude: the other rules decide
+    assert _first([symptom, near, replace(hog, score=200.0)], graph) == "b"
+    # over before the symptom began: another incident's, however large
+    assert _first([symptom, near, replace(hog, onset=100.0, until=200.0)], graph) == "b"
+    # less CPU used is no fault
+    assert _first([symptom, near, replace(hog, direction=-1)], graph) == "b"
+    # under way since the window's first sample: begun before the window asked about, another's
+    early = replace(hog, onset=0.0, under_way=True, profile=tuple((t, 400.0) for t in range(0, 1000, 60)))
+    assert _first([symptom, near, early], graph) == "b"
+    # under way since the first sample of a recording that began inside the window: time cannot place it
+    restarted = replace(early, onset=420.0, profile=tuple((t, 400.0) for t in range(420, 1000, 60)))
+    assert _first([symptom, near, restarted], graph) == "c"
+    assert _first([symptom, near, restarted], graph, off) == "b"
+
+
+def test_latency_and_errors_never_dominate_they_move_in_callers_too() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("batch", "c")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "latency_seconds", 30.0, Signal.LATENCY, 500.0)
+    near = _shift(2, "b", "cpu_seconds", 30.0, Signal.CPU, 500.0)
+    for subject, signal in (("latency_seconds", Signal.LATENCY), ("error_rate", Signal.ERRORS)):
+        far = _shift(3, "c", subject, 4000.0, signal, 600.0)
+        assert _first([symptom, near, far], graph) == "b"
