@@ -68,6 +68,10 @@ _LEVELS = {
     "SEVERE": Severity.ERROR, "FATAL": Severity.CRITICAL, "CRITICAL": Severity.CRITICAL,
 }  # fmt: skip
 _METRIC_META_COLUMNS = {"Time", "TimeStamp", "PodName", "ServiceName"}
+# a per-call-edge latency file: `source_50.csv` holds each edge's median latency as its caller
+# timed it, `destination_50.csv` as its callee did; one column per edge, named `caller_callee`
+_EDGE_FILE = re.compile(r"^(source|destination)_(\d{1,2})$")
+_EDGE_METRIC = {"source": "ClientLatencyP{q}(s)", "destination": "ServerLatencyP{q}(s)"}
 NORMAL_LOOKBACK_SECONDS = 3600.0
 
 
@@ -184,6 +188,8 @@ def read_metrics(path: Path, notes: list[str] | None = None) -> tuple[list[Serie
         key = "PodName"
     elif "ServiceName" in frame.columns:
         key = "ServiceName"
+    elif _EDGE_FILE.match(path.stem):
+        return read_edge_latencies(path, frame, notes), False
     else:
         raise MalformedFile(path, "neither a PodName nor a ServiceName column")
     if "TimeStamp" in frame.columns:
@@ -205,6 +211,37 @@ def read_metrics(path: Path, notes: list[str] | None = None) -> tuple[list[Serie
             values = pd.to_numeric(part[col], errors="coerce").to_numpy(dtype=float)
             out.append(Series(entity, str(col), ts[order], values[order], str(instance)))
     return out, key == "ServiceName"
+
+
+def read_edge_latencies(path: Path, frame: pd.DataFrame, notes: list[str] | None = None) -> list[Series]:
+    """Series of a per-call-edge latency file (`source_50.csv`: each call's median latency as
+    its caller timed it; `destination_50.csv`: as its callee did). Both measure the calls to
+    the callee, so both are the callee's series (client and server latency, the instance naming
+    the edge): a caller's view of a slow callee is the callee's symptom, not the caller's, and
+    the two sides part where the network between them delays the calls. A column that names no
+    `caller_callee` pair is left out and said in `notes`."""
+    side, quantile = cast(re.Match[str], _EDGE_FILE.match(path.stem)).groups()
+    column = next((c for c in frame.columns if c.lower() == "timestamp"), None)
+    if column is None:
+        raise MalformedFile(path, "no timestamp column")
+    times = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    times, frame = _stray_times_set_right(path, frame, times, notes)
+    order = np.argsort(times, kind="stable")
+    metric = _EDGE_METRIC[side].format(q=quantile)
+    out, unnamed = [], []
+    for col in frame.columns:
+        if col.lower() in ("time", "timestamp"):
+            continue
+        caller, _, callee = str(col).partition("_")
+        if not caller or not callee or "_" in callee:
+            unnamed.append(str(col))
+            continue
+        values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
+        out.append(Series(callee, metric, times[order], values[order], f"{caller}->{callee}"))
+    if unnamed and notes is not None:
+        notes.append(f"metric file {path.name}: {len(unnamed)} column(s) that name no caller_callee edge left out "
+                     f"({', '.join(unnamed[:3])})")  # fmt: skip
+    return out
 
 
 def _stray_times_set_right(path: Path, frame: pd.DataFrame, times: np.ndarray,
@@ -299,7 +336,7 @@ class _Folder:
                 for f in csv_files(self.path / "metric"):
                     try:
                         found, is_kpi = read_metrics(f, self._skipped)
-                    except MalformedFile as e:  # another kind of file (a call list, an edge matrix) or a broken one
+                    except MalformedFile as e:  # another kind of file (a call list) or a broken one
                         log.warning("%s", e)
                         self._skipped.append(f"metric file {f.name} skipped: {e.reason}")
                         continue

@@ -4,10 +4,12 @@ import math
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rca.errors import MalformedFile
 from rca.model import FaultType, Modality, Severity
+from rca.signals import Signal, signal_of
 from rca.sources.datasets import find_cases
 from rca.sources.files import service_of_pod
 from rca.sources.nezha import load_nezha, parse_log_line, read_logs, read_metrics, read_spans
@@ -143,6 +145,30 @@ def test_a_metric_file_that_holds_no_series_is_skipped_and_said(nezha_slice: Pat
     series = asyncio.run(case.incident.sources.metrics.series(  # type: ignore[union-attr]
         MetricQuery(case.incident.window, ("ts-contacts-service",))))  # fmt: skip
     assert series
+
+
+def test_call_edge_latency_files_are_read_as_each_sides_latency_of_that_edge(nezha_slice: Path, tmp_path: Path) -> None:
+    # OnlineBoutique's per-edge median latency, as the caller timed it and as the callee did
+    root = _copy(nezha_slice, tmp_path)
+    (case,) = load_nezha(root)
+    start = case.incident.window.start
+    rows = [f"2022-08-23 12:00:{i:02d} +0000 UTC,{start + 60 * i:.0f},{0.003 + i / 1000}" for i in range(5)]
+    metric = root / "rca_data" / DAY / "metric"
+    (metric / "source_50.csv").write_text("time,timestamp,frontend_ts-contacts-service,front_end_cart,ts-a_ts-b\n"
+                                          + "\n".join(f"{r},0.5,{i}" for i, r in enumerate(rows)) + "\n")  # fmt: skip
+    (metric / "destination_50.csv").write_text("time,timestamp,frontend_ts-contacts-service\n" + "\n".join(rows) + "\n")
+    (case,) = load_nezha(root)
+    series = asyncio.run(case.incident.sources.metrics.series(MetricQuery(case.incident.window)))  # type: ignore[union-attr]
+    edges = {(s.entity, s.metric, s.instance): s for s in series if "->" in s.instance}
+    client = edges[("ts-contacts-service", "ClientLatencyP50(s)", "frontend->ts-contacts-service")]
+    server = edges[("ts-contacts-service", "ServerLatencyP50(s)", "frontend->ts-contacts-service")]
+    np.testing.assert_allclose(client.values, [0.003 + i / 1000 for i in range(5)])
+    np.testing.assert_allclose(server.timestamps, [start + 60 * i for i in range(5)])
+    assert ("ts-b", "ClientLatencyP50(s)", "ts-a->ts-b") in edges  # both sides measure the callee
+    assert signal_of(client.metric) is Signal.LATENCY
+    # a column that names no single caller_callee pair is left out, and said
+    assert not any(s.entity == "front" for s in series)
+    assert any("source_50.csv" in n and "front_end_cart" in n for n in case.incident.notes)
 
 
 def test_with_no_spans_kept_for_the_window_the_calls_come_from_the_nearest_minute(nezha_slice: Path, tmp_path: Path) -> None:
