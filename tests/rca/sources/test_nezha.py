@@ -136,8 +136,7 @@ def test_missing_logs_are_reported_not_fatal(nezha_slice: Path, tmp_path: Path) 
 
 
 def test_a_metric_file_that_holds_no_series_is_skipped_and_said(nezha_slice: Path, tmp_path: Path) -> None:
-    # OnlineBoutique's day folders, in the same layout, keep a call list and per-edge latency
-    # matrices beside the pods' series
+    # OnlineBoutique's day folders, in the same layout, keep a call list beside the pods' series
     root = _copy(nezha_slice, tmp_path)
     (root / "rca_data" / DAY / "metric" / "dependency.csv").write_text("Source,Target,Weight\nfrontend,cartservice,1\n")
     (case,) = load_nezha(root)
