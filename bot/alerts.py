@@ -149,9 +149,9 @@ class Alerts:
                 superseded = 0
                 while n.status == "firing" and waiting and waiting[0].status == "firing":
                     n, superseded = waiting.popleft(), superseded + 1
-                if superseded:
-                    await asyncio.to_thread(self.store.notified, key, superseded)
                 await self._handle(n)
+                if superseded:  # counted once the group is claimed: a first notification superseded is no loss
+                    await asyncio.to_thread(self.store.notified, key, superseded)
         finally:
             del self._pending[key]
 

@@ -182,6 +182,26 @@ def test_a_storm_of_500_notifications_in_10_groups_opens_10_threads_and_loses_no
     run(scenario)
 
 
+def test_a_new_groups_first_notification_superseded_before_it_was_handled_is_still_counted(
+        tmp_path: Path, nezha_slice: Path) -> None:  # fmt: skip
+    from handlers.alerts import parse_notification
+
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, settings_=settings(tmp_path)) as (bot, _slack, _url):
+            now = time.time()
+            first, second = (parse_notification(notification(
+                {"alertname": "Errors", "service": "ts-order-service"},
+                [alert({"alertname": "Errors", "service": "ts-order-service", "pod": f"p{j}"}, starts=now - 60)
+                 for j in range(k)])) for k in (1, 2))  # fmt: skip
+            bot.alerts.take(first)
+            bot.alerts.take(second)  # queued before the group's task handled (and claimed) the first
+            await bot.alerts.drain()
+            (group,) = bot.alerts.store.groups(channel=CHANNEL)
+            assert group.notifications == 2
+
+    run(scenario)
+
+
 def test_threads_beyond_the_channels_minute_fold_into_one_line(tmp_path: Path, nezha_slice: Path) -> None:
     async def scenario() -> None:
         async with running(tmp_path, nezha_slice, settings_=settings(tmp_path, alert_threads_per_minute=2)) as (bot, slack, url):
