@@ -263,10 +263,10 @@ def score_hypotheses(
     # the evidence of the incident asked about: all of it, unless `timing` tells it apart
     current = frozenset(ev.id for ev in evidence
                         if weight(ev, ref, past_weight=0.0, timing=config.on("timing")) == 1.0)  # fmt: skip
-    under_way = (frozenset(ev.id for ev in evidence if elsewhere(ev, ref) is Elsewhere.UNDER_WAY
+    undated = (frozenset(ev.id for ev in evidence if elsewhere(ev, ref) is Elsewhere.UNDER_WAY
                            and undatable(ev, window)) if config.on("timing") else frozenset())  # fmt: skip
     board = Board(evidence, graph, window, symptom, {e: f for e, (_, f, _) in best.items()},
-                  {e: set(cites) for e, (_, _, cites) in best.items()}, current, edge_share, under_way)  # fmt: skip
+                  {e: set(cites) for e, (_, _, cites) in best.items()}, current, edge_share, undated)  # fmt: skip
     adjusted = _apply_rules(values, board, config)
     # values equal to three places (saturated signals) are told apart by the raw deviation of
     # the evidence each cites of this incident (then any of its evidence: names come last)

@@ -27,4 +27,4 @@ class Board:
     edge_share: Callable[[str], GapShare] = field(default=lambda _: NO_GAPS)
     # the evidence rule `timing` set aside only because it ran since before the data, where the
     # data began inside the window (rca.rules.timing.undatable): time cannot place it
-    under_way: frozenset[EvidenceId] = frozenset()
+    undatable: frozenset[EvidenceId] = frozenset()

@@ -26,7 +26,7 @@ def own_shift(board: Board) -> dict[str, float]:
     out: dict[str, float] = {}
     for ev in board.evidence:
         if (ev.kind is not EvidenceKind.METRIC_SHIFT or ev.signal not in _OWN or is_host_metric(ev.subject)
-                or (ev.id not in board.current and ev.id not in board.under_way)):  # fmt: skip
+                or (ev.id not in board.current and ev.id not in board.undatable)):  # fmt: skip
             continue
         if ev.signal in (Signal.CPU, Signal.MEMORY, Signal.DISK) and ev.direction != bad_direction(ev.subject):
             continue  # less CPU or memory used is no resource fault
