@@ -23,7 +23,7 @@ from redis.exceptions import RedisError
 
 from bot.charts import signal_chart
 from bot.telemetry import Telemetry
-from rca.calibration import features, shipped
+from rca.calibration import Calibration, Features, features, shipped, trace_features
 from rca.decision import tied
 from rca.engines import build_engine
 from rca.engines.lats import SearchEngine
@@ -112,12 +112,18 @@ class Verdict:
     audit: Audit
     similar: tuple[InvestigationRow, ...] = ()  # earlier incidents with the same verdict
     standing: Standing | None = None  # where its trust stands among the bot's earlier verdicts
+    calibration: Calibration | None = None  # learnt from the bot's marked verdicts (None: as shipped)
+
+    @property
+    def calibrated(self) -> Calibration:
+        return self.calibration or shipped()
 
     @property
     def probability(self) -> float:
-        """How often first places like this one were right (rca.calibration, as shipped)."""
+        """How often first places like this one were right (rca.calibration, as shipped, then
+        shifted by what engineers marked of earlier verdicts)."""
         confidences = [confidence for _, _, confidence, _ in self.trace.decision.ranking]
-        return shipped().probability(features(confidences, sum(self.trace.evidence_package.modalities.values())))
+        return self.calibrated.probability(features(confidences, sum(self.trace.evidence_package.modalities.values())))
 
     @property
     def leaders(self) -> tuple[str, ...]:
@@ -128,7 +134,7 @@ class Verdict:
     def likely(self) -> bool:
         """Whether the first place may be called likely: no tie at the top, and first places
         like it were right at least 95 % of the time."""
-        return len(self.leaders) <= 1 and self.probability >= shipped().likely
+        return len(self.leaders) <= 1 and self.probability >= self.calibrated.likely
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +293,8 @@ class Desk:
                     if isinstance(item, Finished):
                         verdict_audit = await self._audit(run.incident, dict(item.trace))
                         await asyncio.to_thread(self.store.finish, run.id, trace=dict(item.trace),
-                                                audit=verdict_audit.to_json())  # fmt: skip
+                                                audit=verdict_audit.to_json(),
+                                                calibration=trace_features(item.trace).to_json())  # fmt: skip
                     yield item
                 await future
         except BaseException as exc:
@@ -399,8 +406,10 @@ class Desk:
         similar = await asyncio.to_thread(self.store.similar, channel=row.channel, top_service=row.top_service,
                                           top_fault=row.top_fault, before=row.created)  # fmt: skip
         earlier = await asyncio.to_thread(self.store.trusts, before=row.created)
+        marks = await asyncio.to_thread(self.store.marks, before=row.created)
+        learnt = shipped().adapted([(Features.from_json(f), right) for f, right in marks])
         verdict = Verdict(row.id, row.service, Window(row.window_start, row.window_end), trace,
-                          verdict_audit, tuple(similar), Standing.among(verdict_audit.trust, earlier))  # fmt: skip
+                          verdict_audit, tuple(similar), Standing.among(verdict_audit.trust, earlier), learnt)  # fmt: skip
         return verdict, incident
 
     # -- following up ------------------------------------------------------------------------
@@ -435,7 +444,8 @@ class Desk:
         await asyncio.to_thread(self.store.add_repair, id, before=result.before.score, after=result.after.score,
                                 decisive=result.decisive_stage, steps=steps, trace=repaired,
                                 audit=result.after.to_json(), top_before=top[0], top_after=top_after[0])  # fmt: skip
-        await asyncio.to_thread(self.store.finish, id, trace=repaired, audit=result.after.to_json())
+        await asyncio.to_thread(self.store.finish, id, trace=repaired, audit=result.after.to_json(),
+                                calibration=trace_features(repaired).to_json())  # fmt: skip
         return before, replace_verdict(before, result), result
 
     async def verify(self, id: str) -> VerificationRun:
@@ -594,7 +604,8 @@ def decisive_signal(trace: Trace) -> ChartRequest | None:
 
 
 def replace_verdict(before: Verdict, result: RepairResult) -> Verdict:
-    return Verdict(before.id, before.service, before.window, result.trace, result.after, before.similar)
+    return Verdict(before.id, before.service, before.window, result.trace, result.after, before.similar,
+                   calibration=before.calibration)  # fmt: skip
 
 
 

@@ -126,6 +126,8 @@ def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = Non
         blocks.append(section(f"*Path to the symptom*\n{path}"))
     blocks.append(section(f"*Next*\n{_next(t, runbook)}"))
     blocks.append(context(_audit_line(v.audit, unsure=not v.likely)))
+    if v.calibrated.marks:
+        blocks.append(context(learnt(v)))
     blocks += _missing(t)
     if v.similar:
         seen = ", ".join(f"`{r.id}` ({to_iso(r.created)[:10]})" for r in v.similar)
@@ -249,6 +251,13 @@ def doubt(a: Audit, standing: Standing) -> str:
     return (f"⚠️ *This verdict may be wrong.* The reasoning check trusts it less than {standing.above} of this "
             f"bot's last {standing.of} verdicts (trust {a.trust:.2f}).{check} *Re-check reasoning* audits each step again and mends a broken one; "
             "*Run checks* tests the leading causes against each other.")  # fmt: skip
+
+
+def learnt(v: Verdict) -> str:
+    """Where the verdict's probability comes from, once engineers' marks have taught it."""
+    n = v.calibrated.marks
+    return (f"The {v.probability:.0%} is learnt from {n} earlier verdict{'s' if n != 1 else ''} marked right or wrong "
+            "here, beside how often first places like this were right where rcabot was measured")  # fmt: skip
 
 
 def _audit_line(a: Audit, *, unsure: bool = False) -> str:

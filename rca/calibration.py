@@ -9,6 +9,11 @@ by `rcabot calibrate` on `rcabot eval` results (every development set under ever
 shipped with the package in `calibration.json` with what it was fitted on. `likely` is the
 least probability at which the first places of those results were right at least 95 % of the
 time: what the verdict may call "likely".
+
+A system is not the development sets: its first places may be right more often than they were
+there, or less. `Calibration.adapted` shifts the model's log-odds by what the system's own
+marked verdicts say (right or wrong, marked by the engineers who acted on them), so the
+probability a verdict shows learns the system it serves; without marks it is the shipped one.
 """
 
 from __future__ import annotations
@@ -25,6 +30,11 @@ import numpy as np
 SHIPPED = Path(__file__).with_name("calibration.json")
 LIKELY_ACCURACY = 0.95  # "likely" is said where first places were right this often
 _RIDGE = 1e-2  # a whisper of shrinkage, so a feature that separates perfectly stays finite
+# How far, a priori, a system's log-odds of a right first place lie from the shipped model's:
+# a unit normal, one logit (odds times e) being the size by which the development sets' own
+# shifts differ (docs/benchmarks.md); marks move it further only as they add up.
+OFFSET_PRIOR_VARIANCE = 1.0
+_MAX_SHIFT = 30.0  # log-odds: past this every probability is 0 or 1 to double precision
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +50,13 @@ class Features:
         modalities were read is kept, not weighed: on three development sets it says which set
         a case is from (the one metrics-only set is the most accurate), not how sure to be."""
         return np.array([1.0, math.log(max(self.confidence, 1e-3)), self.margin])
+
+    def to_json(self) -> dict[str, float]:
+        return {"confidence": self.confidence, "margin": self.margin, "modalities": self.modalities}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Features:
+        return cls(float(str(data["confidence"])), float(str(data["margin"])), int(str(data["modalities"])))
 
 
 def features(confidences: Sequence[float], modalities: int) -> Features:
@@ -64,18 +81,43 @@ class Calibration:
     weights: tuple[float, ...]
     likely: float  # the least probability said as "likely"
     fitted_on: str = ""  # what it was fitted on: the results and their count
+    offset: float = 0.0  # the log-odds shift learnt from a system's marked verdicts
+    marks: int = 0  # how many marked verdicts it was learnt from
 
     def probability(self, f: Features) -> float:
         """The share of first places with these features that were right."""
         if f.confidence <= 0:
             return 0.0
-        return float(1.0 / (1.0 + math.exp(-float(np.dot(self.weights, f.vector())))))
+        return float(1.0 / (1.0 + math.exp(-(float(np.dot(self.weights, f.vector())) + self.offset))))
+
+    def adapted(self, marks: Sequence[tuple[Features, bool]]) -> Calibration:
+        """This calibration with its log-odds shifted to a system's marked verdicts (features,
+        right?): the shift of most posterior weight under a unit-normal prior
+        (OFFSET_PRIOR_VARIANCE), where the posterior's slope is nought. Unmarked, it is
+        unchanged."""
+        marks = [(f, right) for f, right in marks if f.confidence > 0]
+        if not marks:
+            return Calibration(self.weights, self.likely, self.fitted_on)
+        base = np.array([float(np.dot(self.weights, f.vector())) for f, _ in marks])
+        y = np.array([1.0 if right else 0.0 for _, right in marks])
+
+        def slope(shift: float) -> float:  # of the log posterior: falls as the shift grows
+            return float(np.sum(y - 1.0 / (1.0 + np.exp(-(base + shift))))) - shift / OFFSET_PRIOR_VARIANCE
+
+        lo, hi = -_MAX_SHIFT, _MAX_SHIFT
+        for _ in range(60):  # bisection: sure where Newton's steps overshoot on a logistic
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if slope(mid) > 0 else (lo, mid)
+        shift = (lo + hi) / 2
+        return Calibration(self.weights, self.likely, self.fitted_on, shift, len(marks))
 
     def to_json(self) -> dict[str, object]:
         return {"weights": list(self.weights), "likely": self.likely, "fitted_on": self.fitted_on}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Calibration:
+        """The shipped form: weights, threshold and what they were fitted on (a system's
+        shift is learnt where it runs, never shipped)."""
         weights = tuple(float(w) for w in data["weights"])  # type: ignore[attr-defined]
         return cls(weights, float(data["likely"]), str(data.get("fitted_on", "")))  # type: ignore[arg-type]
 

@@ -47,6 +47,9 @@ MIGRATIONS = (
     )),
     # the audit's trust in each verdict, as a number: where a new verdict stands among them
     Migration(3, ("alter table investigations add column trust {float}",)),
+    # what the calibration reads of each verdict (rca.calibration.Features), so a system's marked
+    # verdicts teach the probability the next one shows without re-reading their traces
+    Migration(4, ("alter table investigations add column calibration {text}",)),
 )  # fmt: skip
 
 
@@ -142,10 +145,13 @@ class Store:
     def set_thread(self, id: str, *, parent_ts: str, thread_ts: str) -> None:
         self._update(id, parent_ts=parent_ts, thread_ts=thread_ts)
 
-    def finish(self, id: str, *, trace: dict[str, Any], audit: dict[str, Any]) -> None:
+    def finish(self, id: str, *, trace: dict[str, Any], audit: dict[str, Any],
+               calibration: dict[str, Any] | None = None) -> None:  # fmt: skip
+        """The investigation done: its trace, audit and what the calibration reads of it."""
         ranking = trace["decision_report"]["ranking"]
         top = ranking[0] if ranking else {}
         self._update(id, status="done", finished=time.time(), trace=json.dumps(trace), audit=json.dumps(audit),
+                     calibration=json.dumps(calibration) if calibration is not None else None,
                      top_service=top.get("service", ""), top_fault=top.get("fault_type", ""),
                      confidence=top.get("confidence"), score=audit["score"], trust=audit.get("trust"),
                      route=audit["route"], blamed=audit.get("blamed_stage") or "",
@@ -194,6 +200,17 @@ class Store:
             "select trust from investigations where status = 'done' and trust is not null and created < ? "
             "order by created desc limit ?", [before, limit])  # fmt: skip
         return [float(r["trust"]) for r in rows if math.isfinite(r["trust"])]
+
+    def marks(self, *, before: float, limit: int = 200) -> list[tuple[dict[str, Any], bool]]:
+        """What the calibration read of each of the last `limit` marked verdicts given before
+        `before`, in any channel, with its latest mark (right?): what this system's engineers
+        said of the bot's first places."""
+        rows = self._db.query(
+            "select id, calibration from investigations i where status = 'done' and calibration is not null "
+            "and created < ? and exists (select 1 from feedback f where f.investigation = i.id) "
+            "order by created desc limit ?", [before, limit])  # fmt: skip
+        last = self.last_feedback([r["id"] for r in rows]) if rows else {}
+        return [(json.loads(r["calibration"]), last[r["id"]]) for r in rows if r["id"] in last]
 
     # -- relaying a queued investigation (several replicas) --------------------------------------
     def lease(self, id: str, *, owner: str, until: float, now: float) -> bool:

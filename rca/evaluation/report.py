@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+import numpy as np
+
 from rca.calibration import (
     Calibration,
     Features,
@@ -18,7 +20,7 @@ from rca.evaluation.harness import CaseResult
 from rca.evaluation.metrics import COVERAGES, Coverage, Outcome, Summary, coverage, summarise
 from rca.hypotheses import RANK_PRECISION
 
-FORMAT_VERSION = 2  # 2: each case's calibrated probability and tied first places
+FORMAT_VERSION = 3  # 2: each case's calibrated probability and tied first places; 3: learnt from marks
 
 
 def summaries(results: Sequence[CaseResult]) -> list[Summary]:
@@ -101,11 +103,43 @@ def render_costs(results: Sequence[CaseResult]) -> str:
 
 def probability(r: CaseResult, calibration: Calibration | None = None) -> float:
     """The calibrated probability that the case's first place is right (rca.calibration)."""
-    cal = calibration or shipped()
+    return (calibration or shipped()).probability(features_of(r))
+
+
+def features_of(r: CaseResult) -> Features:
+    """What the calibration reads of the case's ranking (its trace's, where there is one)."""
     if r.diagnosis.trace is not None:
-        return cal.probability(trace_features(r.diagnosis.trace))
+        return trace_features(r.diagnosis.trace)
     read = sum(r.incident.sources.modalities().values()) if r.incident is not None else 0
-    return cal.probability(features([c.score for c in r.diagnosis.ranking], read))
+    return features([c.score for c in r.diagnosis.ranking], read)
+
+
+def learnt(results: Sequence[CaseResult], calibration: Calibration | None = None) -> list[float]:
+    """Each case's probability as a system that marked every earlier verdict would show it: the
+    calibration adapted (Calibration.adapted) to the earlier cases of its dataset and engine, in
+    the evaluation's order; a case's own outcome never enters its probability."""
+    cal = calibration or shipped()
+    marks: dict[tuple[str, str], list[tuple[Features, bool]]] = defaultdict(list)
+    out = []
+    for r in results:
+        key = (r.outcome.dataset, r.outcome.engine)
+        f = features_of(r)
+        out.append(cal.adapted(marks[key]).probability(f))
+        if r.error is None:
+            marks[key].append((f, r.outcome.right))
+    return out
+
+
+def ece_floor(probs: Sequence[float], draws: int = 400) -> float:
+    """The median ECE of a forecaster calibrated by construction: outcomes drawn true with the
+    very probabilities given (seeded). On a few dozen cases this is what sampling alone costs;
+    an ECE near it cannot be told from a perfect calibration's."""
+    p = np.asarray(probs, dtype=float)
+    if p.size == 0:
+        return 0.0
+    rng = np.random.default_rng(0)
+    return float(np.median([expected_calibration_error(p.tolist(), (rng.random(p.size) < p).tolist())
+                            for _ in range(draws)]))  # fmt: skip
 
 
 def tied_first(r: CaseResult) -> int:
@@ -155,33 +189,45 @@ def render_fit(rows: Sequence[tuple[str, str, Features, bool]], calibration: Cal
 
 def render_calibration(results: Sequence[CaseResult], calibration: Calibration | None = None) -> str:
     """Per (dataset, engine): how far the calibrated probability of a first place is from how
-    often it was right (ECE), what share is said as likely and how often those were right, and
-    the share of first places tied with the second."""
+    often it was right (ECE) beside what sampling alone costs a perfect calibration (floor),
+    what share is said as likely and how often those were right, the same where the probability
+    has learnt from every earlier case's mark (`learnt`), and the share of first places tied
+    with the second."""
     cal = calibration or shipped()
-    groups: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
-    for r in results:
-        groups[(r.outcome.dataset, r.outcome.engine)].append(r)
-        groups[("all", r.outcome.engine)].append(r)
-    head = (f"{'group':<28} {'engine':<22} {'cases':>5} {'AC@1':>6} {'mean p':>6} {'ECE':>6} "
-            f"{'likely':>6} {'AC@1 L':>6} {'tied':>6}")  # fmt: skip
+    taught = learnt(results, cal)
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, r in enumerate(results):
+        groups[(r.outcome.dataset, r.outcome.engine)].append(i)
+        groups[("all", r.outcome.engine)].append(i)
+    head = (f"{'group':<28} {'engine':<22} {'cases':>5} {'AC@1':>6} {'mean p':>6} {'ECE':>6} {'floor':>6} "
+            f"{'likely':>6} {'AC@1 L':>6} {'| ECE learnt':>12} {'likely':>6} {'AC@1 L':>6} {'tied':>6}")  # fmt: skip
     lines = [f"calibration (rca/calibration.json: 'likely' from p >= {cal.likely:.2f}): ECE of the first place's "
-             "probability; likely = share said as likely, AC@1 L = how often those were right; tied = first "
-             "places the evidence scores the same as the second", head, "-" * len(head)]  # fmt: skip
-    for (group, engine), rs in sorted(groups.items(), key=lambda kv: (kv[0][0] == "all", kv[0])):
-        probs = [probability(r, cal) for r in rs]
-        right = [r.outcome.right for r in rs]
+             "probability; floor = median ECE of a perfectly calibrated forecaster on these cases; likely = share "
+             "said as likely, AC@1 L = how often those were right; learnt = each probability adapted to the marks "
+             "of the cases before it (as a system whose engineers marked every verdict); tied = first places the "
+             "evidence scores the same as the second", head, "-" * len(head)]  # fmt: skip
+
+    def said(probs: list[float], right: list[bool]) -> str:
         likely = [ok for p, ok in zip(probs, right, strict=True) if p >= cal.likely]
-        acc_likely = f"{sum(likely) / len(likely):6.3f}" if likely else "   -  "
+        return f"{len(likely) / len(right):>6.3f} " + (f"{sum(likely) / len(likely):6.3f}" if likely else "   -  ")
+
+    for (group, engine), idx in sorted(groups.items(), key=lambda kv: (kv[0][0] == "all", kv[0])):
+        rs = [results[i] for i in idx]
+        probs = [probability(r, cal) for r in rs]
+        taught_probs = [taught[i] for i in idx]
+        right = [r.outcome.right for r in rs]
         lines.append(f"{group:<28} {engine:<22} {len(rs):>5} {sum(right) / len(rs):>6.3f} "
                      f"{sum(probs) / len(probs):>6.3f} {expected_calibration_error(probs, right):>6.3f} "
-                     f"{len(likely) / len(rs):>6.3f} {acc_likely} {sum(tied_first(r) > 1 for r in rs) / len(rs):>6.3f}")  # fmt: skip
+                     f"{ece_floor(probs):>6.3f} {said(probs, right)} {expected_calibration_error(taught_probs, right):>12.3f} "
+                     f"{said(taught_probs, right)} {sum(tied_first(r) > 1 for r in rs) / len(rs):>6.3f}")  # fmt: skip
     return "\n".join(lines)
 
 
 def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
     """The stable evaluation format other tools read."""
     cases = []
-    for r in results:
+    taught = learnt(results)
+    for i, r in enumerate(results):
         d, o = r.diagnosis, r.outcome
         cases.append(
             {
@@ -201,6 +247,7 @@ def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
                 "llm_tokens": d.cost.llm_tokens,
                 "error": r.error,
                 "probability": round(probability(r), 4),
+                "probability_learnt": round(taught[i], 4),
                 "tied_first": tied_first(r),
                 "audit": ({"score": round(o.audit.score, 4), "support": round(o.audit.support, 4),
                            "trust": round(o.audit.trust, 4), "route": o.audit.route,

@@ -98,3 +98,33 @@ def test_a_verdict_read_back_after_a_restart_keeps_its_stored_audit_and_scans_no
         restarted.close()
 
     asyncio.run(scenario())
+
+
+def test_marked_verdicts_teach_the_next_verdicts_probability_and_the_verdict_says_so(tmp_path: Path,
+                                                                                     nezha_slice: Path) -> None:  # fmt: skip
+    from bot import render
+    from rca.calibration import features, shipped
+
+    async def scenario() -> None:
+        desk = desk_on(tmp_path, nezha_slice)
+        ids = []
+        for channel in ("C1", "C2", "C3"):
+            run = await desk.open("Frontend", "10m", channel=channel, user="U1")
+            [e async for e in desk.investigate(run)]
+            ids.append(run.id)
+        first = await desk.verdict(ids[0])
+        as_shipped = shipped().probability(features([c for _, _, c, _ in first.trace.decision.ranking],
+                                                    sum(first.trace.evidence_package.modalities.values())))
+        assert first.calibrated.marks == 0 and first.probability == pytest.approx(as_shipped)
+        await desk.feedback(ids[0], user="U1", correct=False)
+        await desk.feedback(ids[1], user="U2", correct=False)
+        taught = await desk.verdict(ids[2])
+        assert taught.calibrated.marks == 2  # the two before it, whatever their channel
+        assert taught.probability < first.probability  # same evidence, marked wrong twice: less sure
+        _, blocks = render.verdict(taught)
+        assert "learnt from 2 earlier verdicts" in str(blocks)
+        again = await desk.verdict(ids[0])
+        assert again.calibrated.marks == 0  # its own mark, and later ones, teach it nothing
+        desk.close()
+
+    asyncio.run(scenario())

@@ -83,3 +83,34 @@ def test_rcabot_calibrate_fits_eval_results_and_refuses_what_is_not_one(tmp_path
     junk = tmp_path / "junk.json"
     junk.write_text("[1, 2]")
     assert main(["calibrate", str(junk)]) == 2
+
+
+def test_marks_teach_a_system_its_own_odds_and_the_prior_holds_a_few_marks_back() -> None:
+    cal = shipped()
+    f = Features(0.3, 0.5, 3)
+    assert cal.adapted([]).probability(f) == pytest.approx(cal.probability(f))
+    wrong = [(Features(0.3 + i / 100, 0.5, 3), False) for i in range(20)]
+    right = [(Features(0.3 + i / 100, 0.5, 3), True) for i in range(20)]
+    assert cal.adapted(wrong).probability(f) < cal.probability(f) < cal.adapted(right).probability(f)
+    assert cal.adapted(wrong).marks == 20 and cal.adapted(right).likely == cal.likely
+    one = cal.adapted(wrong[:1])
+    assert abs(one.offset) < 1.0  # one mark is no licence to move a unit logit
+    assert abs(cal.adapted(wrong).offset) > abs(cal.adapted(wrong[:5]).offset) > abs(one.offset)
+    # the order marks came in does not matter, nor do rankings with nothing in them
+    mixed = wrong[:7] + right[:13]
+    assert cal.adapted(mixed).offset == pytest.approx(cal.adapted(list(reversed(mixed))).offset)
+    assert cal.adapted([*mixed, (Features(0.0, 0.0, 3), True)]).offset == pytest.approx(cal.adapted(mixed).offset)
+
+
+def test_marks_at_the_rate_the_model_expects_leave_it_nearly_where_it_was() -> None:
+    """A system whose first places are right as often as the shipped model says learns no shift."""
+    cal = shipped()
+    rng = random.Random(3)
+    feats = [Features(rng.uniform(0.05, 0.7), rng.uniform(0.0, 1.0), 3) for _ in range(4000)]
+    marks = [(f, rng.random() < cal.probability(f)) for f in feats]
+    assert abs(cal.adapted(marks).offset) < 0.15
+
+
+def test_features_round_trip_as_stored() -> None:
+    f = features([0.4, 0.1], 2)
+    assert Features.from_json(json.loads(json.dumps(f.to_json()))) == f

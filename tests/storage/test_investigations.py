@@ -105,3 +105,26 @@ def test_trusts_are_the_last_verdicts_before_a_time_in_any_channel(record: str) 
     assert sorted(store.trusts(before=last.created)) == [0.2, 0.5]  # only what came before
     assert len(store.trusts(before=1e12, limit=2)) == 2
     store.close()
+
+
+def test_marks_are_the_marked_verdicts_before_a_time_with_their_latest_mark(record: str) -> None:
+    store = Store(record)
+    feats = [{"confidence": 0.4, "margin": 0.5, "modalities": 3}, {"confidence": 0.2, "margin": 0.1, "modalities": 1}]
+    for i, f in enumerate(feats):
+        store.start(id=f"m-{i}", service="api", window=(0.0, 60.0), channel=f"C{i}", user="U1", engine="lats")
+        store.finish(f"m-{i}", trace=TRACE, audit=AUDIT, calibration=f)
+    store.start(id="unmarked", service="api", window=(0.0, 60.0), channel="C1", user="U1", engine="lats")
+    store.finish("unmarked", trace=TRACE, audit=AUDIT, calibration=feats[0])
+    store.start(id="old", service="api", window=(0.0, 60.0), channel="C1", user="U1", engine="lats")
+    store.finish("old", trace=TRACE, audit=AUDIT)  # finished before features were kept: no mark to learn from
+    store.add_feedback("m-0", user="U1", correct=False)
+    store.add_feedback("m-0", user="U2", correct=True)  # the latest mark counts
+    store.add_feedback("m-1", user="U1", correct=False)
+    store.add_feedback("old", user="U1", correct=True)
+    marks = store.marks(before=1e12)
+    assert sorted((m["confidence"], right) for m, right in marks) == [(0.2, False), (0.4, True)]
+    second = store.investigation("m-1")
+    assert second is not None
+    assert [m["confidence"] for m, _ in store.marks(before=second.created)] == [0.4]  # only what came before
+    assert len(store.marks(before=1e12, limit=1)) == 1
+    store.close()
