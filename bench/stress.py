@@ -24,7 +24,7 @@ share of BARO's right answers that lats keeps.
 
 usage: python -m bench.stress PATH [PATH ...] [--engines lats,linear-multi,baro]
                               [--shifts 10,100,1000] [--families resource] [--protocol realistic]
-                              [--resample 5s] [--vocabulary otel] [--fleet 200]
+                              [--resample 5s] [--vocabulary otel] [--fleet 200] [--drift 0.2]
                               [--hide logs,traces] [--json OUT]
 """
 
@@ -199,7 +199,7 @@ class Outcome:
 async def run(cases: list[IncidentCase], engines: list[str], shifts: list[float], protocol: Protocol,
               families: list[str]) -> list[Outcome]:  # fmt: skip
     placing = replace(
-        protocol, hide=frozenset(), step=None, vocabulary=None, fleet=0
+        protocol, hide=frozenset(), step=None, vocabulary=None, fleet=0, drift=0.0
     )  # the placement alone
     built = [build_engine(name) for name in engines]
     out: list[Outcome] = []
@@ -302,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--vocabulary", default="", help="as for rcabot eval: cadvisor, otel or short")
     p.add_argument("--fleet", type=int, default=0, help="as for rcabot eval: N idle services")
+    p.add_argument("--drift", default="", help="as for rcabot eval: normal levels from another run")
     p.add_argument("--hide", default="", help="as for rcabot eval: logs, traces (read as absent)")
     p.add_argument("--json", type=Path, dest="json_out")
     args = p.parse_args(argv)
@@ -312,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown families {', '.join(unknown)}; choose from {', '.join(FAMILIES)}")
     protocol = parse_protocol(args.protocol, args.hide, resample=args.resample, vocabulary=args.vocabulary,
-                              fleet=args.fleet)  # fmt: skip
+                              fleet=args.fleet, drift=args.drift)  # fmt: skip
     cases = [c for path in args.paths for c in find_cases(path)]
     outcomes = asyncio.run(run(cases, engines, shifts, protocol, families))
     print(

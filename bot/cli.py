@@ -162,6 +162,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--resample", default="", metavar="STEP", help="metrics resampled to this step (1s, 5s, 60s)")
     ev.add_argument("--vocabulary", default="", help="metric names rewritten: cadvisor, otel or short")
     ev.add_argument("--fleet", type=int, default=0, metavar="N", help="N idle services of noise beside the real ones")
+    ev.add_argument("--drift", default="", metavar="SHARE",
+                    help="normal behaviour from another run: each normal series at a level up to this share "
+                         "(0.2 or 20%%) from its own")  # fmt: skip
     ev.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
 
     es = sub.add_parser("eval-star", help="STAR's evaluation: injected reasoning faults, stage localisation")
@@ -466,7 +469,7 @@ async def _eval(args: argparse.Namespace) -> int:
     engines += [build_engine(n.strip(), reasoner=reasoner, seed=seed, read_budget=budget) for seed in args.seeds
                 for n in args.engine.split(",") if n.strip() in VARIANTS]  # fmt: skip
     protocol = parse_protocol(args.protocol, args.hide, resample=args.resample, vocabulary=args.vocabulary,
-                              fleet=args.fleet)  # fmt: skip
+                              fleet=args.fleet, drift=args.drift)  # fmt: skip
     broken: list[BrokenCase] = []
     cases = [c for c in find_cases(args.path, broken=broken) if args.match in c.id]
     broken = [b for b in broken if args.match in b.id]

@@ -21,7 +21,8 @@ An engine only ever sees an Incident; a protocol decides which one, from the lab
 
 Beside the placement, the metrics can be read as another system would record them
 (`rca.evaluation.transforms`): resampled to another step, named in another exporter's
-vocabulary, beside a fleet of idle services.
+vocabulary, beside a fleet of idle services, or with normal behaviour from another run whose
+levels differ from this one's (`--drift`).
 
 Either can hide modalities (`logs`, `traces`, `metrics`) and the call graph (`topology`), as
 a team without tracing, or without a log pipeline, would be.
@@ -34,7 +35,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from rca.errors import InputError
-from rca.evaluation.transforms import Vocabulary, crop, parse_step, parse_vocabulary, reshaped
+from rca.evaluation.transforms import Vocabulary, crop, drifted, parse_drift, parse_step, parse_vocabulary, reshaped
 from rca.model import Incident, IncidentCase, Modality, Sources, Window
 from rca.replay import with_window
 from rca.sources.protocols import MetricQuery
@@ -61,6 +62,7 @@ class Protocol:
     step: float | None = None  # metrics resampled to this step (seconds)
     vocabulary: Vocabulary | None = None  # metric names rewritten to this vocabulary
     fleet: int = 0  # idle services added beside the real ones
+    drift: float = 0.0  # normal series read at levels up to this share from their own
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.hide) - set(HIDEABLE))
@@ -68,6 +70,8 @@ class Protocol:
             raise InputError(f"cannot hide {', '.join(unknown)}; choose from {', '.join(HIDEABLE)}")
         if self.fleet < 0:
             raise InputError(f"a fleet cannot hold {self.fleet} services")
+        if not 0.0 <= self.drift < 1.0:
+            raise InputError(f"a drift of {self.drift} is not a share of a level in [0, 1)")
 
     @property
     def name(self) -> str:
@@ -78,6 +82,8 @@ class Protocol:
             parts.append(f"{self.vocabulary.value} names")
         if self.fleet:
             parts.append(f"fleet {self.fleet}")
+        if self.drift:
+            parts.append(f"normal drifted {self.drift:.0%}")
         if self.hide:
             parts.append(f"{'+'.join(sorted(self.hide))} hidden")
         return ", ".join(parts)
@@ -96,16 +102,17 @@ class Protocol:
         return self.record(incident)
 
     def record(self, incident: Incident) -> Incident:
-        """A placed incident as this protocol's system records it: metrics resampled, renamed,
-        beside a fleet, and modalities hidden."""
+        """A placed incident as this protocol's system records it: normal behaviour from another
+        run, metrics resampled, renamed, beside a fleet, and modalities hidden."""
+        incident = drifted(incident, self.drift)
         incident = reshaped(incident, step=self.step, vocabulary=self.vocabulary, fleet=self.fleet)
         return hidden(incident, self.hide)
 
 
 def parse_protocol(placement: str, hide: str = "", *, resample: str = "", vocabulary: str = "",
-                   fleet: int = 0) -> Protocol:  # fmt: skip
+                   fleet: int = 0, drift: str = "") -> Protocol:  # fmt: skip
     """A protocol from the command line's `--protocol`, `--hide` (comma-separated),
-    `--resample`, `--vocabulary` and `--fleet`."""
+    `--resample`, `--vocabulary`, `--fleet` and `--drift`."""
     try:
         where = Placement(placement.strip().lower())
     except ValueError:
@@ -115,6 +122,7 @@ def parse_protocol(placement: str, hide: str = "", *, resample: str = "", vocabu
         where, frozenset(h.strip().lower() for h in hide.split(",") if h.strip()),
         step=parse_step(resample) if resample else None,
         vocabulary=parse_vocabulary(vocabulary) if vocabulary else None, fleet=fleet,
+        drift=parse_drift(drift) if drift else 0.0,
     )  # fmt: skip
 
 

@@ -279,6 +279,55 @@ def reshaped(incident: Incident, *, step: float | None = None, vocabulary: Vocab
         f"{fleet} idle services added" if fleet else ""))))  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class Drifted:
+    """The inner source's series, each at its own level: scaled by a factor within `fraction` of
+    1, drawn per series from `key` (normal behaviour recorded in another run, whose levels differ
+    from this one's)."""
+
+    inner: MetricSource
+    fraction: float
+    key: str
+
+    async def entities(self) -> tuple[str, ...]:
+        return await self.inner.entities()
+
+    async def series(self, query: MetricQuery) -> list[Series]:
+        out = []
+        for s in await self.inner.series(query):
+            u = float(_unit(f"{self.key}/{s.entity}/{s.metric}/{s.instance}", np.array([0]))[0])
+            out.append(replace(s, values=s.values * (1.0 + self.fraction * (2.0 * u - 1.0))))
+        return out
+
+
+def drifted(incident: Incident, fraction: float) -> Incident:
+    """The incident with its normal behaviour read as if recorded in another run: every normal
+    series (look-back and fault-free stretch) at a level within `fraction` of its own, drawn
+    per series from the case id; the window itself as recorded."""
+    if not fraction:
+        return incident
+    key = f"drift/{incident.id}"
+
+    def sources(s: Sources) -> Sources:
+        return replace(s, metrics=Drifted(s.metrics, fraction, key)) if s.metrics is not None else s
+
+    normal = {m: replace(n, sources=sources(n.sources), fault_free=sources(n.fault_free) if n.fault_free else None)
+              for m, n in incident.normal.items()}  # fmt: skip
+    note = f"normal metrics read at levels up to {fraction:.0%} from their own, as another run's"
+    return replace(incident, normal=normal, notes=(*incident.notes, note))
+
+
+def parse_drift(text: str) -> float:
+    """A drift fraction from the command line (0.2 or 20%), in [0, 1)."""
+    try:
+        value = float(text.strip().removesuffix("%")) / (100.0 if text.strip().endswith("%") else 1.0)
+    except ValueError:
+        raise InputError(f"drift {text!r} is not a fraction such as 0.2 or 20%") from None
+    if not 0.0 <= value < 1.0:
+        raise InputError(f"drift {text!r} must lie in [0, 1): a level moved by all of itself is no level")
+    return value
+
+
 def _map_metrics(incident: Incident, wrap: Callable[[MetricSource | None], MetricSource | None], *,
                  note: str) -> Incident:  # fmt: skip
     """Every metric source of the incident (its own and its normals') through `wrap`, each
