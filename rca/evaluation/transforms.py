@@ -279,11 +279,15 @@ def reshaped(incident: Incident, *, step: float | None = None, vocabulary: Vocab
         f"{fleet} idle services added" if fleet else ""))))  # fmt: skip
 
 
+_DRIFTING = frozenset({Signal.CPU, Signal.MEMORY, Signal.DISK, Signal.NETWORK})
+
+
 @dataclass(frozen=True, slots=True)
 class Drifted:
-    """The inner source's series, each at its own level: scaled by a factor within `fraction` of
-    1, drawn per series from `key` (normal behaviour recorded in another run, whose levels differ
-    from this one's)."""
+    """The inner source's resource series (CPU, memory, disk, network), each at its own level:
+    scaled by a factor within `fraction` of 1, drawn per series from `key`. What a process holds
+    (a heap, a cache, a CPU baseline) differs from run to run; a ratio such as availability or
+    an error rate does not drift with it."""
 
     inner: MetricSource
     fraction: float
@@ -295,6 +299,9 @@ class Drifted:
     async def series(self, query: MetricQuery) -> list[Series]:
         out = []
         for s in await self.inner.series(query):
+            if signal_of(s.metric) not in _DRIFTING:
+                out.append(s)
+                continue
             u = float(_unit(f"{self.key}/{s.entity}/{s.metric}/{s.instance}", np.array([0]))[0])
             out.append(replace(s, values=s.values * (1.0 + self.fraction * (2.0 * u - 1.0))))
         return out
@@ -302,8 +309,8 @@ class Drifted:
 
 def drifted(incident: Incident, fraction: float) -> Incident:
     """The incident with its normal behaviour read as if recorded in another run: every normal
-    series (look-back and fault-free stretch) at a level within `fraction` of its own, drawn
-    per series from the case id; the window itself as recorded."""
+    resource series (look-back and fault-free stretch) at a level within `fraction` of its own,
+    drawn per series from the case id; the window itself as recorded."""
     if not fraction:
         return incident
     key = f"drift/{incident.id}"
@@ -313,7 +320,7 @@ def drifted(incident: Incident, fraction: float) -> Incident:
 
     normal = {m: replace(n, sources=sources(n.sources), fault_free=sources(n.fault_free) if n.fault_free else None)
               for m, n in incident.normal.items()}  # fmt: skip
-    note = f"normal metrics read at levels up to {fraction:.0%} from their own, as another run's"
+    note = f"normal resource metrics read at levels up to {fraction:.0%} from their own, as another run's"
     return replace(incident, normal=normal, notes=(*incident.notes, note))
 
 

@@ -147,3 +147,44 @@ def test_protocol_names_and_bad_input() -> None:
         parse_protocol("realistic", resample="0s")
     with pytest.raises(InputError, match="fleet"):
         parse_protocol("realistic", fleet=-1)
+
+
+def test_a_drifted_normal_moves_only_the_normal_resource_levels_and_by_at_most_the_share(nezha_slice: Path) -> None:
+    async def scenario() -> None:
+        case = find_cases(nezha_slice)[0]
+        plain = await Protocol().place(case)
+        moved = await Protocol(drift=0.3).place(case)
+        again = await Protocol(drift=0.3).place(case)
+        assert "another run" in moved.notes[-1]
+        query = MetricQuery(plain.window)
+        window_moved = await moved.sources.metrics.series(query)
+        window_plain = await plain.sources.metrics.series(query)
+        assert len(window_moved) == len(window_plain)
+        assert all(np.array_equal(a.values, b.values, equal_nan=True)
+                   for a, b in zip(window_moved, window_plain, strict=True))  # the window as recorded
+        normal, drifted = plain.normal[Modality.METRICS], moved.normal[Modality.METRICS]
+        before = await normal.sources.metrics.series(MetricQuery(normal.window))
+        after = await drifted.sources.metrics.series(MetricQuery(drifted.window))
+        twice = await again.normal[Modality.METRICS].sources.metrics.series(MetricQuery(drifted.window))
+        assert all(np.array_equal(a.values, b.values, equal_nan=True)
+                   for a, b in zip(after, twice, strict=True))  # drawn from the case id
+        factors = set()
+        for b, a in zip(before, after, strict=True):
+            ok = np.isfinite(b.values) & (b.values != 0)
+            if not ok.any():
+                continue
+            ratio = a.values[ok] / b.values[ok]
+            assert np.allclose(ratio, ratio[0])  # one level per series
+            if signal_of(b.metric).value in ("cpu", "memory", "disk", "network"):
+                assert 0.7 - 1e-9 <= ratio[0] <= 1.3 + 1e-9
+                factors.add(round(float(ratio[0]), 6))
+            else:
+                assert ratio[0] == pytest.approx(1.0)  # latency, errors, traffic do not drift
+        assert len(factors) > 3  # each series its own level
+
+    asyncio.run(scenario())
+    assert parse_protocol("realistic", drift="20%").drift == pytest.approx(0.2)
+    assert parse_protocol("realistic", drift="0.2").name == "realistic, normal drifted 20%"
+    for bad in ("1", "-0.1", "lots"):
+        with pytest.raises(InputError, match="drift"):
+            parse_protocol("realistic", drift=bad)
