@@ -103,7 +103,7 @@ class ScoringConfig:
             keep=self.victim_factor, error_keep=self.error_victim_factor, ratio=self.victim_ratio,
             error_ratio=self.error_victim_ratio, mismatch_ratio=self.mismatch_victim_ratio,
             slow_by_errors_ratio=self.slow_by_errors_ratio, hops=self.victim_hops,
-            divergence=self.on("divergence"), named_callees=self.on("named_callees"), calls=self.on("calls"),
+            named_callees=self.on("named_callees"), calls=self.on("calls"),
         )  # fmt: skip
 
 

@@ -35,7 +35,6 @@ RULES: tuple[Rule, ...] = (
                       "sibling seen through a proxy."),  # fmt: skip
     Rule("victims", "A service whose anomaly an anomalous callee can explain (one begun no later and still "
                     "going) is that callee's victim."),  # fmt: skip
-    Rule("divergence", "A callee whose anomaly grew as the caller's waned did not cause the caller's."),
     Rule("calls", "A callee's slowness reaches its caller only through their calls: where traces time those "
                   "calls and they are not slowed on the callee's side while the caller's anomaly goes on, it "
                   "does not explain the caller."),  # fmt: skip

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind, earliest_onsets
-from rca.profiles import comovement, profile_step
 from rca.topology import ONSET_TOLERANCE, in_causal_order
 
 
@@ -17,8 +16,6 @@ class Causality:
     began: dict[str, float]  # when the anomaly that makes each entity a suspect began
     under_way: set[str]  # entities whose placed anomalies were all under way before their data began
     failed_on: dict[str, set[str]]  # the callees each service's failed calls name
-    course: dict[str, tuple[tuple[float, float], ...]]  # per entity, its strongest cited z-profile, worse up
-    step: float  # the sampling step the courses share
     going: frozenset[str] = frozenset()  # entities whose cited anomaly of this incident goes on at the close
     slowed: dict[str, bool] = field(default_factory=dict)  # per call "a->b" seen slowed: whether it still is
 
@@ -26,7 +23,7 @@ class Causality:
     def of(cls, everything: Sequence[Evidence], cited: dict[str, set[EvidenceId]],
            current: frozenset[EvidenceId] | None = None) -> Causality:  # fmt: skip
         """From all the evidence when each anomaly ran; from this incident's (`current`, all
-        when None) when each suspect's began, what its failed calls name and its course."""
+        when None) when each suspect's began and what its failed calls name."""
         active: dict[str, list[tuple[float, float | None]]] = defaultdict(list)
         for ev in everything:
             if ev.onset is not None:
@@ -39,12 +36,6 @@ class Causality:
         # from the evidence the entity's hypothesis cites, or from any of its evidence where
         # none of that is placed
         began = earliest_onsets(evidence) | earliest_onsets(ev for ev in evidence if ev.id in cited.get(ev.entity, ()))
-        strongest: dict[str, Evidence] = {}
-        for ev in evidence:
-            if ev.profile and ev.id in cited.get(ev.entity, ()) and (
-                    ev.entity not in strongest or ev.score > strongest[ev.entity].score):  # fmt: skip
-                strongest[ev.entity] = ev
-        course = {e: tuple((t, z * ev.direction) for t, z in ev.profile) for e, ev in strongest.items()}
         fresh = {ev.entity for ev in evidence if ev.onset is not None and not ev.under_way}
         under_way = {ev.entity for ev in evidence if ev.onset is not None} - fresh
         going = frozenset(ev.entity for ev in evidence if ev.until is None and ev.id in cited.get(ev.entity, ()))
@@ -52,15 +43,7 @@ class Causality:
         for ev in everything:
             if ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
                 slowed[ev.subject] = slowed.get(ev.subject, False) or ev.until is None
-        return cls(active, began, under_way, failed_on, course, profile_step(list(strongest.values())), going, slowed)
-
-    def diverged(self, a: str, b: str) -> bool:
-        """The anomalies that make two entities suspects ran against each other (one grew as
-        the other waned), where both were profiled over three samples or more."""
-        if a not in self.course or b not in self.course:
-            return False
-        c = comovement(self.course[a], self.course[b], self.step, signed=True)
-        return c is not None and c < 0.0
+        return cls(active, began, under_way, failed_on, going, slowed)
 
     def was_active(self, entity: str, when: float | None) -> bool:
         """Some anomaly of the entity had begun by `when` and not yet ended (unknown times do

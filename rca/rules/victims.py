@@ -1,4 +1,4 @@
-"""Rules `victims`, `divergence` and `named_callees`: a service whose anomaly an anomalous
+"""Rules `victims` and `named_callees`: a service whose anomaly an anomalous
 callee can explain is that callee's victim."""
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ class VictimTerms:
     mismatch_ratio: float  # an erring service explained by a callee that only slowed
     slow_by_errors_ratio: float  # a slow service explained by a callee that only fails
     hops: int
-    divergence: bool = True
     named_callees: bool = True
     calls: bool = True
 
@@ -49,7 +48,6 @@ def explaining_callee(entity: str, values: dict[str, float], board: Board, when:
                   for d in nx.single_source_shortest_path_length(graph, c, cutoff=terms.hops)}  # fmt: skip
     culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)
                 and when.was_active(d, when.began.get(entity))
-                and not (terms.divergence and when.diverged(d, entity))
                 and (not terms.calls or faults.get(d) in ERRING or slowness_passes(entity, d, board, when))]  # fmt: skip
     return max(culprits, key=lambda d: values[d]) if culprits else None
 

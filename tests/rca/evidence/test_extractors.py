@@ -536,7 +536,7 @@ def test_an_endpoint_seen_only_from_outside_defers_to_the_sibling_it_moves_with(
     assert score_hypotheses(alike, graph=calling, window=window, symptom="front")[0].service == "lb"
 
 
-def test_a_callee_whose_anomaly_grew_as_the_caller_s_waned_explains_nothing() -> None:
+def test_a_callee_whose_anomaly_runs_with_the_caller_s_explains_it_slowed_or_failing() -> None:
     graph = _with_quiet([("front", "a"), ("a", "b")])
     window = Window(0.0, 1000.0)
 
@@ -544,12 +544,9 @@ def test_a_callee_whose_anomaly_grew_as_the_caller_s_waned_explains_nothing() ->
         return replace(_errors(i, entity, score, shape), subject="latency", signal=Signal.LATENCY, direction=1)
 
     caller = latency(1, "a", 55.0, [55.0, 54.0, 0.0])
-    waning = [caller, latency(2, "b", 44.0, [11.0, 18.0, 44.0])]
-    assert [h.service for h in score_hypotheses(waning, graph=graph, window=window, symptom="front")][:2] == ["a", "b"]
     along = [caller, latency(2, "b", 44.0, [40.0, 44.0, 2.0])]
     hyps = {h.service: h for h in score_hypotheses(along, graph=graph, window=window, symptom="front")}
     assert "callee b" in hyps["a"].rationale
-    # availability falls as errors grow: its course is read with worse up
     failing = [caller, _errors(2, "b", 44.0, [-40.0, -44.0, -2.0])]
     hyps = {h.service: h for h in score_hypotheses(failing, graph=graph, window=window, symptom="front",
                                                    modalities=frozenset({Modality.METRICS}))}  # fmt: skip
