@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hmac
 import logging
 import signal
 from collections.abc import Awaitable, Callable
@@ -34,9 +33,8 @@ from bot.jobs import JobQueue
 from bot.runbooks import load_runbooks
 from bot.telemetry import Telemetry, telemetry_from
 from handlers import actions, commands, events
-from handlers.alerts import MAX_BODY, parse_notification
+from handlers.alerts import alertmanager_webhook
 from handlers.payloads import well_formed
-from rca.errors import InputError
 from storage.alerts import AlertStore
 from storage.database import StorageError
 from storage.investigations import Store
@@ -174,24 +172,7 @@ async def start_http(bot: Bot, *, host: str, port: int, events: bool = True) -> 
 
     webapp.router.add_get("/healthz", health)
 
-    async def alertmanager(request: web.Request) -> web.Response:
-        """Alertmanager's webhook: authenticated, parsed, answered at once; the work follows."""
-        given = request.headers.get("Authorization", "")
-        if not bot.alert_auth or not any(hmac.compare_digest(given.encode(), a.encode()) for a in bot.alert_auth):
-            return web.json_response({"error": "unauthorized"}, status=401)
-        if (request.content_length or 0) > MAX_BODY:
-            return web.json_response({"error": f"payload over {MAX_BODY} bytes"}, status=413)
-        body = await request.content.read(MAX_BODY + 1)
-        if len(body) > MAX_BODY:  # a body sent without its length
-            return web.json_response({"error": f"payload over {MAX_BODY} bytes"}, status=413)
-        try:
-            notification = parse_notification(body)
-        except InputError as exc:
-            return web.json_response({"error": str(exc)[:300]}, status=400)
-        bot.alerts.take(notification)
-        return web.json_response({"ok": True})
-
-    webapp.router.add_post(ALERTS_PATH, alertmanager)
+    webapp.router.add_post(ALERTS_PATH, alertmanager_webhook(bot.alert_auth, bot.alerts.take))
     runner = web.AppRunner(webapp, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()

@@ -4,10 +4,14 @@ string, times are RFC 3339."""
 
 from __future__ import annotations
 
+import hmac
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote, urlsplit
+
+from aiohttp import web
 
 from rca.errors import InputError
 
@@ -162,3 +166,27 @@ def _time(value: object, where: str, *, optional: bool = False) -> float | None:
     if moment.tzinfo is None:
         raise InputError(f"{where} must carry its time zone")
     return moment.timestamp() if moment.year > 1 else 0.0
+
+
+def alertmanager_webhook(accepted: tuple[str, ...], take: Callable[[Notification], None]
+                         ) -> Callable[[web.Request], Awaitable[web.Response]]:  # fmt: skip
+    """Alertmanager's webhook route: authenticated against the `accepted` Authorization
+    headers (none: it is off), capped, parsed, answered at once; `take` does the work after."""
+
+    async def alertmanager(request: web.Request) -> web.Response:
+        given = request.headers.get("Authorization", "")
+        if not accepted or not any(hmac.compare_digest(given.encode(), a.encode()) for a in accepted):
+            return web.json_response({"error": "unauthorized"}, status=401)
+        if (request.content_length or 0) > MAX_BODY:
+            return web.json_response({"error": f"payload over {MAX_BODY} bytes"}, status=413)
+        body = await request.content.read(MAX_BODY + 1)
+        if len(body) > MAX_BODY:  # a body sent without its length
+            return web.json_response({"error": f"payload over {MAX_BODY} bytes"}, status=413)
+        try:
+            notification = parse_notification(body)
+        except InputError as exc:
+            return web.json_response({"error": str(exc)[:300]}, status=400)
+        take(notification)
+        return web.json_response({"ok": True})
+
+    return alertmanager
