@@ -33,6 +33,7 @@ from rca.rules.footprint import fold_memory_into_cpu
 from rca.rules.kpi import drop_kpis
 from rca.rules.reach import discount_unreachable
 from rca.rules.timing import Elsewhere, Reference, elsewhere, reference, undatable, weight
+from rca.rules.unseen import counted, modality_of, unseen
 from rca.rules.victims import VictimTerms, explaining_callee, victim_share
 from rca.signals import Signal, bad_direction, is_host_metric
 
@@ -203,29 +204,6 @@ def _add_mass(mass: list[float], score: float, w: float) -> None:
     mass[1] += w * max(score, 0.0)
 
 
-# Rule `unseen`: a part of a fault's footprint that only a missing modality could show is as
-# likely absent as present (indifference), so it counts at half the strength of the parts seen.
-# Without the rule such parts neither count nor dilute: the type is judged on what was seen alone.
-UNSEEN_SHARE = 0.5
-
-_MODALITY_OF_PART: dict[str, Modality] = {
-    "exc": Modality.LOGS, "logerr": Modality.LOGS, "logdrop": Modality.LOGS, "lognew": Modality.LOGS,
-    "gap": Modality.TRACES, "gap_out": Modality.TRACES, "own": Modality.TRACES,
-}  # fmt: skip
-
-
-def _modality(part: str) -> Modality:
-    return _MODALITY_OF_PART.get(part, Modality.METRICS)
-
-
-def _unseen(recipe: Sequence[tuple[str, float]], modalities: frozenset[Modality]) -> tuple[float, tuple[str, ...]]:
-    """The share of a recipe's weight that no present modality shows, and those modalities."""
-    whole = sum(w for _, w in recipe)
-    unseen = [(part, w) for part, w in recipe if _modality(part) not in modalities]
-    missing = tuple(dict.fromkeys(_modality(part).value for part, _ in unseen))
-    return (sum(w for _, w in unseen) / whole if whole else 0.0), missing
-
-
 def score_hypotheses(
     evidence: Sequence[Evidence],
     *,
@@ -243,8 +221,8 @@ def score_hypotheses(
     comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref)
     recipes = config.model.recipes
     # per fault type, once: the recipe's parts a present modality shows, and what no modality shows
-    seen = {fault: [(part, w) for part, w in recipe if _modality(part) in modalities] for fault, recipe in recipes.items()}
-    unseen = {fault: _unseen(recipe, modalities) for fault, recipe in recipes.items()}
+    seen = {fault: [(part, w) for part, w in recipe if modality_of(part) in modalities] for fault, recipe in recipes.items()}
+    hidden = {fault: unseen(recipe, modalities) for fault, recipe in recipes.items()}
     best: dict[str, tuple[float, FaultType, list[EvidenceId]]] = {}
     for entity, sig in comps.items():
         for fault, recipe in recipes.items():
@@ -253,7 +231,7 @@ def score_hypotheses(
             shown = sum(w for _, w in seen[fault])
             value = sum(w * sig.get(part) for part, w in seen[fault]) / shown if shown else 0.0
             if config.on("unseen"):  # the parts no present modality shows count at half what was seen
-                value *= 1.0 - (1.0 - UNSEEN_SHARE) * unseen[fault][0]
+                value = counted(value, hidden[fault][0])
             if value <= 0:
                 continue
             cites = [i for part, _ in recipe for i in sig.cites.get(part, [])]
@@ -278,7 +256,7 @@ def score_hypotheses(
     out = []
     for i, (entity, (value, why)) in enumerate(ranked, start=1):
         _, fault, cites = best[entity]
-        share, missing = unseen[fault]
+        share, missing = hidden[fault]
         if config.on("unseen") and share > 0 and why:
             why = f"{why}; {share:.0%} of its {fault.value} footprint is in {' and '.join(missing)}, missing here: counted at half"
         out.append(Hypothesis(HypothesisId(f"h-{i}"), entity, fault, round(min(1.0, max(0.0, value)), 4),
