@@ -4,10 +4,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rca.hypotheses import RANK_PRECISION as PRECISION
 from rca.hypotheses import Hypothesis
-from rca.search.state import Decision, RankedCause
+
+
+@dataclass(frozen=True, slots=True)
+class RankedCause:
+    service: str
+    fault_type: str
+    confidence: float
+    hypothesis: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What a reasoner decides: causes ranked with their confidences, and a summary."""
+
+    ranking: tuple[RankedCause, ...]
+    confidence: float
+    summary: str
 
 
 def _unit(x: float) -> float:

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from rca.decision import Decision
 from rca.search.actions import Action
-from rca.search.state import Decision, DiagnosticState, Reflection, Step
+from rca.search.state import DiagnosticState, Reflection, Step
 
 PHASES = ("proposal", "reflection", "handoff", "decision", "repair", "question")
 

@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import jsonschema
 
+from rca.decision import Decision
 from rca.reasoners import PHASES, Usage
 from rca.reasoners.offline import OfflineReasoner
 from rca.redact import redact
 from rca.search.actions import Action
-from rca.search.state import Decision, DiagnosticState, Reflection, Step
+from rca.search.state import DiagnosticState, Reflection, Step
 
 if TYPE_CHECKING:  # the SDK is imported when a model is first called: the CLI starts without it
     import anthropic

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from rca.decision import decide
+from rca.decision import Decision, decide
 from rca.evidence import Evidence, EvidenceKind
 from rca.hypotheses import saturate
 from rca.reasoners import Usage
 from rca.search.actions import AGENT_TOOLS, MAIN_TOOL, Action, AgentKind, Tool
-from rca.search.state import Decision, DiagnosticState, Reflection, Step
+from rca.search.state import DiagnosticState, Reflection, Step
 from rca.topology import neighbours
 
 _SCAN_TARGET = {AgentKind.METRIC: "metrics", AgentKind.LOG: "logs", AgentKind.TRACE: "traces"}

@@ -47,19 +47,4 @@ class Step:
     after: DiagnosticState
 
 
-@dataclass(frozen=True, slots=True)
-class RankedCause:
-    service: str
-    fault_type: str
-    confidence: float
-    hypothesis: str
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    ranking: tuple[RankedCause, ...]
-    confidence: float
-    summary: str
-
-
-__all__ = ["Action", "Decision", "DiagnosticState", "RankedCause", "Reflection", "Step"]
+__all__ = ["Action", "DiagnosticState", "Reflection", "Step"]
