@@ -14,6 +14,7 @@ from drain3.template_miner_config import TemplateMinerConfig
 
 from rca.evidence.runs import ONSET_Z
 from rca.model import LineCounts, LogRecord, Severity, Span, SpanTable, Window
+from rca.sources.protocols import is_error
 from rca.topology import ONSET_TOLERANCE
 
 _MASKS = (
@@ -102,14 +103,6 @@ def _expected(normal_count: int, normal_total: int, now_total: int, n_min: float
     total volume (at most fivefold either way), so that more traffic alone is not an anomaly."""
     volume = (now_total / c_min) / (normal_total / n_min) if normal_total and now_total else 1.0
     return normal_count / n_min * c_min * min(max(volume, 0.2), 5.0)
-
-
-_ERROR_WORDS = ("exception", "threw", "error", "fail", "refused", "timeout", "unavailable")
-
-
-def is_error(template: str, severity: Severity) -> bool:
-    """A template that reports a failure: by its level, or by its words where the level is low."""
-    return severity >= Severity.WARNING or any(w in template.lower() for w in _ERROR_WORDS)
 
 
 def _error_test() -> Callable[[MinedLog], bool]:
@@ -247,11 +240,6 @@ def error_volume(normal: LineCounts, now: LineCounts) -> dict[str, float]:
                              max(1.0, normal.minutes), max(1.0, now.minutes))  # fmt: skip
         out[entity] = (observed - expected) / math.sqrt(expected + 1.0)
     return out
-
-
-# a line reports a failure by its level (WARNING and above) or by these words
-# (`is_error`), as a case-insensitive pattern a log backend can filter lines with
-ERROR_LINE_PATTERN = "(?i)(warn|critical|fatal|" + "|".join(_ERROR_WORDS) + ")"
 
 
 # a look-back minute whose error lines exceed what the fault-free stretch predicts by this

@@ -28,7 +28,6 @@ from rca.evidence.logs import (
     cut_paths,
     dependency_errors,
     error_volume,
-    is_error,
     line_counts,
     mine,
     new_miner,
@@ -46,6 +45,7 @@ from rca.sources.protocols import (
     MetricQuery,
     ServiceListSource,
     SpanQuery,
+    is_error,
 )
 
 T = TypeVar("T")

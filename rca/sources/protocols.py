@@ -12,7 +12,18 @@ from typing import Protocol, runtime_checkable
 
 import networkx as nx
 
-from rca.model import LineCounts, LogRecord, Series, Span, Window
+from rca.model import LineCounts, LogRecord, Series, Severity, Span, Window
+
+# A line reports a failure by its level (WARNING and above) or by these words: what the engine
+# counts as an error line, and what a log backend that counts lines filters them with.
+_ERROR_WORDS = ("exception", "threw", "error", "fail", "refused", "timeout", "unavailable")
+ERROR_LINE_PATTERN = "(?i)(warn|critical|fatal|" + "|".join(_ERROR_WORDS) + ")"
+
+
+def is_error(template: str, severity: Severity) -> bool:
+    """A line (or template) that reports a failure: by its level, or by its words where the
+    level is low."""
+    return severity >= Severity.WARNING or any(w in template.lower() for w in _ERROR_WORDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +82,7 @@ class LineCountSource(Protocol):
 
     async def line_counts(self, window: Window) -> LineCounts:
         """Every service's lines in the window, and those that report a failure
-        (`rca.evidence.logs.ERROR_LINE_PATTERN`)."""
+        (ERROR_LINE_PATTERN)."""
         ...
 
 
