@@ -102,7 +102,7 @@ def backfilled(case: IncidentCase, workdir: Path, *, config: str = "",
                             stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(url, proc, workdir / "prometheus.log")
+        wait_ready(url, proc, workdir / "prometheus.log")
         yield url, mapping
     finally:
         proc.terminate()
@@ -113,7 +113,7 @@ def backfilled(case: IncidentCase, workdir: Path, *, config: str = "",
         log.close()
 
 
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -69,6 +69,7 @@ from rca.star.verify import run_tests
 from rca.timestamps import parse_timestamp
 from rca.trace import Trace, from_json
 from rca.trace import to_json as trace_json
+from rca.windows import parse_duration
 from storage.database import record
 from storage.investigations import Store
 from storage.repair_memory import SqlRepairMemory
@@ -219,6 +220,19 @@ def _parser() -> argparse.ArgumentParser:
     bf.add_argument("--out", type=Path, required=True, help="directory for metrics.om and mapping.yaml")
     bf.add_argument("--match", default="", help="the first case whose id contains this text")
 
+    lb = sub.add_parser("lab", help="the lab: a shop of real services to break and record (needs prometheus)")
+    lab_sub = lb.add_subparsers(dest="lab_command", required=True)
+    rec = lab_sub.add_parser("record", help="run seeded shops, inject seeded faults, write labelled incidents")
+    rec.add_argument("--out", type=Path, required=True, help="where lab-<seed>/ recordings go (Nezha layout)")
+    rec.add_argument("--seeds", default="0-2", help="seeds to record: 0-2, 5,7, or 'fresh:3' for 3 drawn now")
+    rec.add_argument("--faults", type=int, default=8, help="faults per shop (default 8)")
+    rec.add_argument("--warmup", default="6m", help="normal load before the first fault (default 6m)")
+    rec.add_argument("--spacing", default="4m-7m", help="time between fault starts (default 4m-7m)")
+    rec.add_argument("--duration", default="2m-4m", help="how long each fault lasts (default 2m-4m)")
+    rec.add_argument("--tail", default="4m", help="normal load after the last fault ends (default 4m)")
+    rec.add_argument("--rate", type=float, default=10.0, help="requests a second at the entry (default 10)")
+    rec.add_argument("--parallel", type=int, default=3, help="shops recorded at once (default 3)")
+
     co = sub.add_parser("console", help="the Slack experience in a terminal: /rca, repair, verify, questions")
     co.add_argument("--data", type=Path, help="a recorded dataset to replay (default: RCABOT_DATA or the embedded incident)")
     co.add_argument("--at", help="'now' inside the recorded data (default: RCABOT_NOW or its end)")
@@ -294,7 +308,32 @@ async def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "backfill-prometheus":
         return await _backfill(args)
+    if args.command == "lab":
+        return await _lab(args)
     raise AssertionError(args.command)
+
+
+async def _lab(args: argparse.Namespace) -> int:
+    from lab.record import record, seeds_of  # the lab's own dependencies: only for `rcabot lab`
+
+    seeds = seeds_of(args.seeds)
+    spacing, duration = _duration_range(args.spacing, "--spacing"), _duration_range(args.duration, "--duration")
+    started = time.monotonic()
+    print(f"recording shops {', '.join(map(str, seeds))} into {args.out} ({args.faults} faults each)", file=sys.stderr)
+    done = await asyncio.to_thread(record, seeds, args.out, faults=args.faults, warmup=parse_duration(args.warmup),
+                                   tail=parse_duration(args.tail), rate=args.rate, spacing=spacing, duration=duration, parallel=args.parallel,
+                                   progress=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+    print(f"recorded {len(done)} of {len(seeds)} shops in {time.monotonic() - started:.0f} s; "
+          f"evaluate: rcabot eval {args.out} --engine lats,baro,linear-multi")  # fmt: skip
+    return 0 if len(done) == len(seeds) else 1
+
+
+def _duration_range(text: str, flag: str) -> tuple[float, float]:
+    low, _, high = text.partition("-")
+    a, b = parse_duration(low), parse_duration(high or low)
+    if b < a:
+        raise InputError(f"{flag}: {text!r} ends before it starts")
+    return a, b
 
 
 async def _worker() -> int:

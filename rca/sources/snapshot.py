@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from rca.errors import InputError, MalformedFile
-from rca.model import Incident, LogRecord, Series, Span, SpanStatus, Window, to_iso
+from rca.model import Incident, LogRecord, Series, Sources, Span, SpanStatus, Window, to_iso
 from rca.sources.files import service_of_pod
 from rca.sources.nezha import NORMAL_LOOKBACK_SECONDS, recording
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
@@ -58,20 +58,38 @@ async def write_snapshot(incident: Incident, out: Path, *, origin: dict[str, str
                          "split the window at midnight")  # fmt: skip
     if out.exists() and any(out.iterdir()):
         raise InputError(f"{out} exists and is not empty: choose a new directory")
-    folder = out / "rca_data" / day
     src, missing = incident.sources, list(incident.missing())
-    if src.metrics is not None:
-        _write_metrics(folder / "metric", await src.metrics.series(MetricQuery(span)), symptom=incident.symptom)
-    if src.logs is not None:
-        _write_minutes(folder / "log", "log", [_log_row(r) for r in await src.logs.records(LogQuery(span))])
-    if src.traces is not None:
-        _write_minutes(folder / "trace", "trace", [_span_row(s) for s in await src.traces.spans(SpanQuery(span))])
-    folder.mkdir(parents=True, exist_ok=True)
+    await write_days(src, span, out, symptom=incident.symptom)
     manifest = {"symptom": incident.symptom, "window": {"start": to_iso(incident.window.start),
                 "end": to_iso(incident.window.end)}, "saved": to_iso(span.start) + "/" + to_iso(span.end),
                 "created": to_iso(created), "origin": origin, "missing": missing}  # fmt: skip
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out
+
+
+async def write_days(sources: Sources, span: Window, out: Path, *, symptom: str) -> list[Path]:
+    """What `sources` hold over `span`, written as out/rca_data/<day>/ for each UTC day it
+    touches (the symptom's own series as its KPI file); returns the day folders."""
+    series = await sources.metrics.series(MetricQuery(span)) if sources.metrics is not None else None
+    logs = [_log_row(r) for r in await sources.logs.records(LogQuery(span))] if sources.logs is not None else None
+    spans = [_span_row(s) for s in await sources.traces.spans(SpanQuery(span))] if sources.traces is not None else None
+    folders = []
+    start = span.start
+    while start < span.end:
+        day = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d")
+        midnight = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp() + 86400
+        part = Window(start, min(span.end, midnight))
+        folder = out / "rca_data" / day
+        folder.mkdir(parents=True, exist_ok=True)
+        if series is not None:
+            _write_metrics(folder / "metric", [s.between(part) for s in series], symptom=symptom)
+        if logs is not None:
+            _write_minutes(folder / "log", "log", [r for r in logs if part.contains(r["_time"])])
+        if spans is not None:
+            _write_minutes(folder / "trace", "trace", [r for r in spans if part.contains(r["_time"])])
+        folders.append(folder)
+        start = part.end
+    return folders
 
 
 def _pod(entity: str, instance: str) -> str:

@@ -1,0 +1,294 @@
+"""Running a shop and recording its incidents.
+
+`running(shop, workdir)` starts every service as its own process and Debian's Prometheus
+scraping them every few seconds, and stops all of it on the way out (no process, port or
+file of the run's is left but the recording). `record(...)` drives load through the entry
+service, injects the seeded faults, journals each label as it is injected, and at the end
+reads the telemetry back the way the bot reads a live system (Prometheus over its HTTP API,
+the JSON log files, the OTLP/JSON trace files) into the Nezha layout that `rcabot eval`
+reads:
+
+    OUT/lab-<seed>/rca_data/<day>/{metric,log,trace}/...   the telemetry
+    OUT/lab-<seed>/rca_data/<day>/lab-fault_list.json      the labels, apart from it
+    OUT/lab-<seed>/lab.json                                the shop, its schedule, what was missing
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import aiohttp
+
+from bot.backfill import binaries, free_port, wait_ready
+from lab.faults import PlannedFault, schedule
+from lab.shop import Shop, draw_shop
+from rca.model import Sources, Window
+from rca.sources.jaeger import read_otlp
+from rca.sources.logfiles import LogDirectory
+from rca.sources.prometheus import PrometheusMetrics, load_mapping
+from rca.sources.snapshot import write_days
+
+SCRAPE_SECONDS = 5
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    shop: Shop
+    workdir: Path
+    ports: dict[str, int]
+    prometheus: str  # its URL
+
+    def url(self, service: str, path: str = "/work") -> str:
+        return f"http://127.0.0.1:{self.ports[service]}{path}"
+
+
+def mapping_file() -> Path:
+    return Path(str(resources.files("lab") / "prometheus-mapping.yaml"))
+
+
+def prometheus_config(shop: Shop, ports: dict[str, int], *, extra: str = "") -> str:
+    targets = "".join(f"      - targets: ['127.0.0.1:{ports[s.name]}']\n"
+                      f"        labels: {{service: '{s.name}', pod: '{s.name}-0'}}\n" for s in shop.services)  # fmt: skip
+    return (f"global:\n  scrape_interval: {SCRAPE_SECONDS}s\n  evaluation_interval: {SCRAPE_SECONDS}s\n{extra}"
+            f"scrape_configs:\n  - job_name: lab\n    static_configs:\n{targets}")  # fmt: skip
+
+
+@contextmanager
+def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterator[Running]:
+    """The shop's services and a Prometheus scraping them, until the block ends."""
+    found = binaries()
+    if found is None:
+        raise RuntimeError("prometheus is not installed: run scripts/ensure-prometheus.sh (as root)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    ports = {s.name: free_port() for s in shop.services}
+    (workdir / "shop.json").write_text(shop.to_json())
+    (workdir / "ports.json").write_text(json.dumps(ports))
+    (workdir / "proc").mkdir(exist_ok=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    outputs = []
+    try:
+        for s in shop.services:
+            out = (workdir / "proc" / f"{s.name}.out").open("wb")
+            outputs.append(out)
+            procs.append(subprocess.Popen([sys.executable, "-m", "lab.service", str(workdir / "shop.json"), s.name,
+                                           str(workdir / "ports.json"), str(workdir)],
+                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True))  # fmt: skip
+        for s in shop.services:
+            _wait_http(f"http://127.0.0.1:{ports[s.name]}/health", what=s.name)
+        (workdir / "prometheus.yml").write_text(prometheus_config(shop, ports, extra=prometheus_extra))
+        port = free_port()
+        log = (workdir / "proc" / "prometheus.out").open("wb")
+        outputs.append(log)
+        procs.append(subprocess.Popen([found[0], f"--config.file={workdir / 'prometheus.yml'}",
+                                       f"--storage.tsdb.path={workdir / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
+                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True))  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        wait_ready(url, procs[-1], workdir / "proc" / "prometheus.out")
+        yield Running(shop, workdir, ports, url)
+    finally:
+        stop(procs)
+        for f in outputs:
+            f.close()
+        shutil.rmtree(workdir / "tsdb", ignore_errors=True)
+        shutil.rmtree(workdir / "data", ignore_errors=True)
+
+
+def stop(procs: list[subprocess.Popen[bytes]], *, grace: float = 15.0) -> None:
+    """SIGTERM (services flush their spans), then SIGKILL what is still there after `grace`."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGCONT)  # a paused process cannot act on SIGTERM
+            p.terminate()
+    deadline = time.monotonic() + grace
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def _wait_http(url: str, *, what: str, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{what} did not answer on {url} within {seconds:.0f} s")
+
+
+async def load(lab: Running, until: float, *, rate: float, seed: int) -> dict[str, int]:
+    """Requests to the entry service, Poisson arrivals at a rate with a slow daily-like swell
+    and short bursts, until `until` (epoch seconds); counts answers by status."""
+    rng = random.Random(f"load-{seed}")
+    counts: dict[str, int] = defaultdict(int)
+    limit = asyncio.Semaphore(64)
+    tasks: set[asyncio.Task[None]] = set()
+    burst_until = 0.0
+    start = time.time()
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as client:
+
+        async def one(item: int) -> None:
+            async with limit:
+                try:
+                    async with client.get(lab.url(lab.shop.entry), params={"item": str(item)}) as r:
+                        await r.read()
+                        counts[str(r.status)] += 1
+                except (aiohttp.ClientError, TimeoutError):
+                    counts["failed"] += 1
+
+        while (now := time.time()) < until:
+            if now > burst_until and rng.random() < 0.002:
+                burst_until = now + rng.uniform(10, 30)
+            swell = 1 + 0.4 * math.sin(2 * math.pi * (now - start) / 1800)
+            current = rate * swell * (2.0 if now < burst_until else 1.0)
+            task = asyncio.create_task(one(rng.randrange(1000)))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            await asyncio.sleep(rng.expovariate(current))
+        if tasks:
+            await asyncio.wait(tasks, timeout=15)
+    return dict(counts)
+
+
+async def inject(lab: Running, fault: PlannedFault) -> None:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as client, \
+            client.post(lab.url(fault.service, "/admin/fault"),
+                        json={"kind": fault.family, "seconds": fault.seconds}) as r:  # fmt: skip
+        if r.status != 200:
+            raise RuntimeError(f"{fault.service} refused fault {fault.family}: {await r.text()}")
+
+
+async def drive(lab: Running, faults: tuple[PlannedFault, ...], *, warmup: float, tail: float, rate: float,
+                progress: Progress) -> tuple[list[dict[str, str]], Window, dict[str, int]]:  # fmt: skip
+    """Load all along; each fault at its time. Returns the labels, the recorded span and the
+    load's answers by status."""
+    began = time.time()
+    first = began + warmup
+    end = first + max(f.offset + f.seconds for f in faults) + tail
+    loader = asyncio.create_task(load(lab, end, rate=rate, seed=lab.shop.seed))
+    labels: list[dict[str, str]] = []
+    journal = lab.workdir / "faults.jsonl"
+    for i, fault in enumerate(faults):
+        await asyncio.sleep(max(0.0, first + fault.offset - time.time()))
+        at = time.time()
+        await inject(lab, fault)
+        label = {"inject_time": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S"),
+                 "inject_timestamp": f"{at:.3f}", "inject_pod": f"{fault.service}-0",
+                 "inject_type": fault.label, "seconds": f"{fault.seconds:.0f}"}  # fmt: skip
+        labels.append(label)
+        with journal.open("a") as f:
+            f.write(json.dumps(label) + "\n")
+        progress(f"lab-{lab.shop.seed}: fault {i + 1}/{len(faults)} {fault.family} on {fault.service} "
+                 f"for {fault.seconds:.0f} s")  # fmt: skip
+    counts = await loader
+    return labels, Window(began, time.time()), counts
+
+
+async def save(lab: Running, span: Window, labels: list[dict[str, str]], out: Path) -> list[Path]:
+    """The run's telemetry, read back as the bot reads a live system, in the Nezha layout."""
+    traces = sorted((lab.workdir / "traces").glob("*.otlp.jsonl"))
+    sources = Sources(metrics=PrometheusMetrics(lab.prometheus, load_mapping(mapping_file()), timeout=60),
+                      logs=LogDirectory(lab.workdir / "logs"), traces=read_otlp(traces) if traces else None)  # fmt: skip
+    days = await write_days(sources, span, out, symptom=lab.shop.entry)
+    for day in days:
+        hours: dict[str, list[dict[str, str]]] = defaultdict(list)
+        for label in labels:
+            if label["inject_time"].startswith(day.name):
+                hours[label["inject_time"][11:13]].append(label)
+        (day / "lab-fault_list.json").write_text(json.dumps(hours, indent=1) + "\n")
+    return days
+
+
+def record_shop(shop: Shop, plan: tuple[PlannedFault, ...], out: Path, *, warmup: float, tail: float, rate: float,
+                progress: Progress = print) -> Path:  # fmt: skip
+    """One shop's recording under out/lab-<seed>; the raw run stays in out/.runs/lab-<seed> only on failure."""
+    seed = shop.seed
+    target = out / f"lab-{seed}"
+    if target.exists():
+        raise FileExistsError(f"{target} exists: remove it or record another seed")
+    workdir = out / ".runs" / f"lab-{seed}"
+    shutil.rmtree(workdir, ignore_errors=True)
+    with running(shop, workdir) as lab:
+        progress(f"lab-{seed}: {len(shop.services)} services up, entry {shop.entry}; "
+                 f"{len(plan)} faults after {warmup:.0f} s of normal load")  # fmt: skip
+        labels, span, counts = asyncio.run(drive(lab, plan, warmup=warmup, tail=tail, rate=rate, progress=progress))
+        time.sleep(2 * SCRAPE_SECONDS)  # the last scrape lands
+        staging = out / ".runs" / f"lab-{seed}.saving"
+        shutil.rmtree(staging, ignore_errors=True)
+        asyncio.run(save(lab, span, labels, staging))
+    meta = {"seed": seed, "shop": json.loads(shop.to_json()), "faults": [asdict(f) for f in plan],
+            "recorded": {"start": span.start, "end": span.end}, "load": counts,
+            "scrape_seconds": SCRAPE_SECONDS}  # fmt: skip
+    (staging / "lab.json").write_text(json.dumps(meta, indent=1) + "\n")
+    staging.rename(target)
+    shutil.rmtree(workdir, ignore_errors=True)
+    progress(f"lab-{seed}: recorded {len(labels)} incidents in {target} (answers {counts})")
+    return target
+
+
+def record(seeds: list[int], out: Path, *, faults: int = 8, warmup: float = 360.0, tail: float = 240.0,
+           rate: float = 10.0, spacing: tuple[float, float] = (240.0, 420.0),
+           duration: tuple[float, float] = (120.0, 240.0), parallel: int = 3,
+           progress: Progress = print) -> list[Path]:  # fmt: skip
+    """Several shops, `parallel` at a time (each its own processes and Prometheus); a shop
+    that fails is reported and the others go on."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    out.mkdir(parents=True, exist_ok=True)
+
+    def one(seed: int) -> Path | None:
+        try:
+            shop = draw_shop(seed)
+            plan = schedule(shop, faults, spacing=spacing, duration=duration)
+            return record_shop(shop, plan, out, warmup=warmup, tail=tail, rate=rate, progress=progress)
+        except (RuntimeError, OSError, ValueError) as exc:
+            progress(f"lab-{seed}: failed: {exc}")
+            return None
+
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        done = list(pool.map(one, seeds))
+    return [p for p in done if p is not None]
+
+
+FIXED_SEEDS = range(100)  # the seeds rules may be developed on; fresh ones are drawn above them
+
+
+def seeds_of(text: str) -> list[int]:
+    """`0-2` -> [0, 1, 2]; `5,7`; `fresh:3` -> three seeds drawn now above the fixed range."""
+    text = text.strip()
+    if text.startswith("fresh:"):
+        count = int(text.removeprefix("fresh:"))
+        rng = random.SystemRandom()
+        return sorted(rng.sample(range(FIXED_SEEDS.stop, 1_000_000), count))
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            seeds.extend(range(int(low), int(high or low) + 1))
+    except ValueError as exc:
+        raise ValueError(f"seeds: {text!r} is not like 0-2, 5,7 or fresh:3") from exc
+    if not seeds:
+        raise ValueError("seeds: none given")
+    return seeds

@@ -1,0 +1,66 @@
+"""The lab's seeded shops and fault schedules: every seed a different, well-formed system."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+from lab.faults import FAMILIES, IN_PROCESS, can_suffer, schedule
+from lab.record import FIXED_SEEDS, prometheus_config, seeds_of
+from lab.shop import STORES, Shop, draw_shop
+from rca.model import FaultType, fault_type_from_text
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_every_shop_is_a_reachable_call_tree_of_6_to_10(seed: int) -> None:
+    shop = draw_shop(seed)
+    graph = nx.DiGraph(shop.edges())
+    graph.add_nodes_from(s.name for s in shop.services)
+    names = [s.name for s in shop.services]
+    assert 6 <= len(names) <= 10 and len(set(names)) == len(names)
+    assert nx.is_directed_acyclic_graph(graph)
+    assert nx.descendants(graph, shop.entry) == set(names) - {shop.entry}
+    assert {s.store for s in shop.services} <= {*STORES, ""}
+    assert any(s.store for s in shop.services)
+    assert Shop.from_json(shop.to_json()) == shop
+
+
+def test_seeds_draw_different_systems_and_the_same_seed_the_same() -> None:
+    assert draw_shop(3) == draw_shop(3)
+    shapes = {(tuple(s.name for s in draw_shop(seed).services), tuple(draw_shop(seed).edges())) for seed in range(20)}
+    assert len(shapes) == 20
+
+
+def test_schedule_covers_every_family_where_it_can_show() -> None:
+    for seed in range(10):
+        shop = draw_shop(seed)
+        plan = schedule(shop, len(FAMILIES) * 2)
+        assert plan == schedule(shop, len(FAMILIES) * 2)
+        assert {f.family for f in plan[: len(FAMILIES)]} == set(FAMILIES)
+        assert all(can_suffer(shop, f.service, f.family) for f in plan)
+        assert [f.offset for f in plan] == sorted(f.offset for f in plan)
+    with pytest.raises(ValueError, match="unknown fault families"):
+        schedule(draw_shop(0), 3, families=("cpu", "meteor"))
+
+
+def test_every_label_is_typed_by_the_engine_s_own_fault_words() -> None:
+    typed = {family: fault_type_from_text(label) for family, label in IN_PROCESS.items()}
+    assert FaultType.UNKNOWN not in typed.values()
+    assert typed["cpu"] is FaultType.CPU and typed["memory"] is FaultType.MEMORY and typed["disk"] is FaultType.DISK
+
+
+def test_seeds_are_fixed_ranges_or_fresh_above_them() -> None:
+    assert seeds_of("0-2") == [0, 1, 2] and seeds_of("5,7-8") == [5, 7, 8]
+    fresh = seeds_of("fresh:4")
+    assert len(set(fresh)) == 4 and min(fresh) >= FIXED_SEEDS.stop
+    for bad in ("", "a-b", "3-x"):
+        with pytest.raises(ValueError):
+            seeds_of(bad)
+
+
+def test_prometheus_scrapes_every_service_under_its_name() -> None:
+    shop = draw_shop(2)
+    ports = {s.name: 20000 + i for i, s in enumerate(shop.services)}
+    config = prometheus_config(shop, ports)
+    for s in shop.services:
+        assert f"127.0.0.1:{ports[s.name]}" in config and f"service: '{s.name}'" in config
