@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +17,8 @@ from typing import Any
 import pytest
 
 from bot.backfill import backfilled, binaries, free_port
+from lab.alerting import alertmanager as running_alertmanager
+from lab.alerting import alertmanager_binary, alertmanager_config
 from tests.bot.alertmanager_payloads import rfc3339
 from tests.bot.test_slack_app import running
 
@@ -26,10 +26,6 @@ TOKEN = "live-am-token-7c9e6679"
 ORDERS = "C0ORDERS"
 SERVICE = "ts-contacts-service"
 FAMILY = "rcabot_cpuusage_m"  # CpuUsage(m), as bot.backfill names it
-
-
-def alertmanager_binary() -> str | None:
-    return shutil.which("alertmanager") or shutil.which("prometheus-alertmanager")
 
 
 @pytest.fixture(scope="module")
@@ -55,45 +51,10 @@ def _post(url: str, body: object | None = None) -> None:
 @pytest.fixture
 def alertmanager(tools: None, tmp_path: Path) -> Iterator[tuple[str, int]]:
     """A running Alertmanager; yields its URL and the port its webhook will call on this host."""
-    bot_port, port = free_port(), free_port()
-    config = f"""
-route:
-  receiver: rcabot
-  group_by: [alertname, service]
-  group_wait: 1s
-  group_interval: 1s
-  repeat_interval: 1h
-receivers:
-  - name: rcabot
-    webhook_configs:
-      - url: http://127.0.0.1:{bot_port}/alerts/alertmanager
-        send_resolved: true
-        http_config:
-          authorization:
-            type: Bearer
-            credentials: {TOKEN}
-"""
-    (tmp_path / "alertmanager.yml").write_text(config)
-    log = (tmp_path / "alertmanager.log").open("w")
-    proc = subprocess.Popen([str(alertmanager_binary()), f"--config.file={tmp_path / 'alertmanager.yml'}",
-                             f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{port}",
-                             "--cluster.listen-address="], stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"alertmanager exited: {(tmp_path / 'alertmanager.log').read_text()[-800:]}")
-            try:
-                _get(f"{url}/api/v2/status")
-                break
-            except OSError:
-                time.sleep(0.2)
+    bot_port = free_port()
+    config = alertmanager_config(f"http://127.0.0.1:{bot_port}/alerts/alertmanager", TOKEN)
+    with running_alertmanager(tmp_path / "am", config) as url:
         yield url, bot_port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
 
 
 def test_a_real_alert_opens_one_thread_adds_its_next_notification_and_is_resolved(
