@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-live test prometheus lint eval bench clean
+.PHONY: demo demo-live lab-demo test prometheus lint eval bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,6 +17,9 @@ demo: $(STAMP)
 
 demo-live: $(STAMP) prometheus
 	$(BIN)/python scripts/demo_live.py
+
+lab-demo: $(STAMP) prometheus
+	$(BIN)/python scripts/lab_demo.py
 
 prometheus:
 	@bash scripts/ensure-prometheus.sh

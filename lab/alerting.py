@@ -24,22 +24,22 @@ groups:
     interval: 5s
     rules:
       - alert: ServiceCpuSaturated
-        expr: 100 * rate(process_cpu_seconds_total{job="lab"}[30s]) > 60
-        for: 15s
+        expr: 100 * rate(process_cpu_seconds_total{job="lab"}[30s]) > 40
+        for: 1m
         labels: {severity: warning, team: lab}
-        annotations: {summary: "CPU of {{ $labels.service }} above 60 % for 15 s"}
+        annotations: {summary: "CPU of {{ $labels.service }} above 40 % of a core for a minute"}
       - alert: ServiceErrors
         expr: >-
           sum by (service) (rate(lab_http_server_request_duration_seconds_count{job="lab", code=~"5.."}[1m]))
           / sum by (service) (rate(lab_http_server_request_duration_seconds_count{job="lab"}[1m])) > 0.05
-        for: 30s
+        for: 1m
         labels: {severity: critical, team: lab}
         annotations: {summary: "{{ $labels.service }} answers more than 5 % of requests with 5xx"}
       - alert: ServiceSlow
         expr: >-
           histogram_quantile(0.99, sum by (service, le)
           (rate(lab_http_server_request_duration_seconds_bucket{job="lab"}[1m]))) > 0.5
-        for: 30s
+        for: 1m
         labels: {severity: warning, team: lab}
         annotations: {summary: "99th percentile latency of {{ $labels.service }} above 0.5 s"}
 """

@@ -57,7 +57,7 @@ async def _scenario(tmp: Path, live: LiveConfig, routes: Path, port: int, lab: R
                         workers=1, live=live, alert_token=TOKEN, alert_routes=routes)  # fmt: skip
     bot = build_bot(settings, stream_interval=0.2)
     runner = await start_http(bot, host="127.0.0.1", port=port)
-    loader = asyncio.create_task(load(lab, time.time() + 270, rate=8.0, seed=lab.shop.seed))
+    loader = asyncio.create_task(load(lab, time.time() + 330, rate=8.0, seed=lab.shop.seed))
     try:
         await asyncio.sleep(WARMUP)
         await inject(lab, PlannedFault(0.0, 180.0, victim, "cpu"))
@@ -66,7 +66,7 @@ async def _scenario(tmp: Path, live: LiveConfig, routes: Path, port: int, lab: R
             return [c for c in slack.of("chat.postMessage") if c.params["channel"] == CHANNEL
                     and not c.params.get("thread_ts") and str(c.params.get("text", "")).startswith("🚨")]  # fmt: skip
 
-        await slack.wait_for(lambda c: bool(threads()), timeout=120)
+        await slack.wait_for(lambda c: bool(threads()), timeout=150)
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             rows = [r for r in bot.store.between(0, time.time() + 1) if r.status != "running"]
