@@ -18,12 +18,11 @@ from rca.errors import DataError, InputError
 from rca.model import CaseId, Incident, Modality, Normal, Sources, Window
 from rca.replay import known_entities, nearest, replay_incident, suggest
 from rca.sources.datasets import find_recordings
-from rca.sources.jaeger import JaegerTraces, TraceTopology, read_otlp, topology_file
+from rca.sources.jaeger import JaegerTraces, OtlpFiles, TraceTopology, topology_file
 from rca.sources.logfiles import LogDirectory
 from rca.sources.loki import LokiLogs
-from rca.sources.memory import InMemoryTraces, StaticTopology
+from rca.sources.memory import StaticTopology
 from rca.sources.prometheus import PrometheusMetrics, load_mapping
-from rca.sources.protocols import SpanQuery
 from rca.windows import parse_window
 
 log = logging.getLogger("rcabot.telemetry")
@@ -125,12 +124,11 @@ class LiveTelemetry:
             self.logs = LokiLogs(live.loki_url, label=live.loki_label, timeout=live.timeout)
         elif live.log_dir is not None:
             self.logs = LogDirectory(live.log_dir)
-        self.traces: JaegerTraces | InMemoryTraces | None = None
+        self.traces: JaegerTraces | OtlpFiles | None = None
         if live.jaeger_url:
             self.traces = JaegerTraces(live.jaeger_url, timeout=live.timeout)
         elif live.otlp is not None:
-            files = sorted(live.otlp.glob("*.json*")) if live.otlp.is_dir() else [live.otlp]
-            self.traces = read_otlp(files)
+            self.traces = OtlpFiles(live.otlp)
         self.graph = StaticTopology(topology_file(live.topology)) if live.topology is not None else None
         self._services: tuple[float, tuple[str, ...]] | None = None  # (read at, names)
 
@@ -151,7 +149,7 @@ class LiveTelemetry:
     async def _discover(self) -> tuple[str, ...]:
         names: set[str] = set(await self.base.services()) if self.base is not None else set()
         finders = [self.metrics.entities() if self.metrics else None, self.logs.entities() if self.logs else None,
-                   self.traces.services() if isinstance(self.traces, JaegerTraces) else None]  # fmt: skip
+                   self.traces.services() if self.traces is not None else None]  # fmt: skip
         for found in asyncio.as_completed([f for f in finders if f is not None]):
             try:
                 names.update(await found)
@@ -159,8 +157,6 @@ class LiveTelemetry:
                 log.warning("service discovery failed: %s", exc)
         if self.graph is not None:
             names.update(str(n) for n in (await self.graph.topology()).nodes)
-        if isinstance(self.traces, InMemoryTraces):
-            names.update(s.entity for s in await self.traces.spans(SpanQuery(Window(0, 2**33))))
         return tuple(sorted(names))
 
     async def incident(self, service: str, window: Window) -> Incident:

@@ -73,3 +73,15 @@ def service_of_pod(pod: str) -> str:
     if stripped != name:
         return stripped
     return _STATEFUL_ORDINAL.sub("", name)
+
+
+def signature(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
+    """What the files are now (name, size, modification time): equal while none changed."""
+    out = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        out.append((str(path), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))

@@ -14,8 +14,9 @@ import networkx as nx
 import yaml
 
 from rca.errors import DataError, MalformedFile
-from rca.model import Span, SpanStatus, Window
+from rca.model import Span, SpanStatus, SpanTable, Window
 from rca.sources import http
+from rca.sources.files import signature
 from rca.sources.memory import InMemoryTraces, topology_from_spans
 from rca.sources.protocols import SpanQuery
 
@@ -124,10 +125,42 @@ def read_otlp(paths: Iterable[Path]) -> InMemoryTraces:
     return InMemoryTraces(spans)
 
 
+class OtlpFiles:
+    """A SpanSource over OTLP/JSON files (one file, or every `*.json*` in a directory), kept in
+    memory and read again when a file appears, grows or changes (a collector's file exporter
+    keeps appending)."""
+
+    def __init__(self, path: Path) -> None:
+        if not path.exists():
+            raise DataError(f"{path}: no OTLP/JSON trace file or directory there")
+        self.path = path
+        self._spans: InMemoryTraces | None = None
+        self._read_at: tuple[tuple[str, int, int], ...] = ()
+        self._lock = asyncio.Lock()
+
+    def files(self) -> list[Path]:
+        return sorted(self.path.glob("*.json*")) if self.path.is_dir() else [self.path]
+
+    async def _current(self) -> InMemoryTraces:
+        async with self._lock:
+            files = self.files()
+            now = signature(files)
+            if self._spans is None or now != self._read_at:
+                self._spans, self._read_at = await asyncio.to_thread(read_otlp, files), now
+            return self._spans
+
+    async def spans(self, query: SpanQuery) -> SpanTable:
+        return await (await self._current()).spans(query)
+
+    async def services(self) -> tuple[str, ...]:
+        every = await (await self._current()).spans(SpanQuery(Window(0, 2**33)))
+        return tuple(sorted(set(every.entity.tolist())))
+
+
 class TraceTopology:
     """The call graph read from the spans of a window (the look-back hour before it)."""
 
-    def __init__(self, traces: JaegerTraces | InMemoryTraces, window: Window) -> None:
+    def __init__(self, traces: JaegerTraces | InMemoryTraces | OtlpFiles, window: Window) -> None:
         self.traces = traces
         self.window = window
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from rca.errors import DataError
 from rca.model import LogRecord
+from rca.sources.files import signature
 from rca.sources.normalise import normalise
 from rca.sources.protocols import LogQuery
 
@@ -34,7 +35,8 @@ def service_of_file(path: Path) -> str:
 
 
 class LogDirectory:
-    """A LogSource over a directory of per-service log files, read once and kept in memory."""
+    """A LogSource over a directory of per-service log files, kept in memory and read again
+    when a file appears, grows or changes (a live service's log keeps growing)."""
 
     def __init__(self, root: Path, *, year: int | None = None) -> None:
         if not root.is_dir():
@@ -42,6 +44,7 @@ class LogDirectory:
         self.root = root
         self.year = year
         self._records: dict[str, tuple[np.ndarray, list[LogRecord]]] | None = None
+        self._read_at: tuple[tuple[str, int, int], ...] = ()  # the files as they were when read
         self._lock = asyncio.Lock()
 
     def files(self) -> dict[str, list[Path]]:
@@ -70,8 +73,9 @@ class LogDirectory:
 
     async def _index(self) -> dict[str, tuple[np.ndarray, list[LogRecord]]]:
         async with self._lock:
-            if self._records is None:
-                self._records = await asyncio.to_thread(self._read_all)
+            now = signature(p for paths in self.files().values() for p in paths)
+            if self._records is None or now != self._read_at:
+                self._records, self._read_at = await asyncio.to_thread(self._read_all), now
             return self._records
 
     def _read_all(self) -> dict[str, tuple[np.ndarray, list[LogRecord]]]:

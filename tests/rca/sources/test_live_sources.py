@@ -20,7 +20,7 @@ from rca.engines import build_engine
 from rca.errors import InputError
 from rca.evidence.toolbox import Toolbox
 from rca.model import CaseId, Incident, Modality, Normal, Severity, Sources, Window
-from rca.sources.jaeger import JaegerTraces, read_otlp, topology_file
+from rca.sources.jaeger import JaegerTraces, OtlpFiles, read_otlp, topology_file
 from rca.sources.logfiles import LogDirectory
 from rca.sources.loki import LokiLogs
 from rca.sources.memory import StaticTopology
@@ -290,6 +290,13 @@ def test_log_directory_reads_text_json_and_gzip(tmp_path: Path) -> None:
             ("payments", Severity.ERROR), ("orders", Severity.ERROR), ("orders", Severity.INFO), ("users", Severity.WARNING)]
         assert "x.y(Z.java:1)" in records[1].message
         assert await logs.records(LogQuery(Window(T0, T0 + 600), ("users",))) == [records[3]]
+        # a live service's file grows, another appears: the next read sees both
+        with (tmp_path / "orders.log").open("a") as fh:
+            fh.write("2024-01-05T10:05:00Z ERROR again\n")
+        (tmp_path / "cart.log").write_text("2024-01-05T10:06:00Z INFO new\n")
+        later = await logs.records(LogQuery(Window(T0 - 7200, T0 + 600)))
+        assert len(later) == len(records) + 2 and {"again", "new"} <= {r.message for r in later}
+        assert await logs.entities() == ("cart", "orders", "payments", "users")
 
     asyncio.run(go())
 
@@ -341,6 +348,13 @@ def test_otlp_files_and_topology_file(tmp_path: Path) -> None:
         traces = read_otlp([tmp_path / "traces.jsonl"])
         spans = await traces.spans(SpanQuery(Window(T0, T0 + 10)))
         assert [(s.entity, s.status.value) for s in spans] == [("api", "unset"), ("db", "error")]
+        # the same files read live: a span appended later is seen at the next read
+        live = OtlpFiles(tmp_path / "traces.jsonl")
+        assert await live.services() == ("api", "db")
+        with (tmp_path / "traces.jsonl").open("a") as fh:
+            fh.write("\n" + json.dumps({"resourceSpans": [span("3", "1", "cache")]}))
+        assert await live.services() == ("api", "cache", "db")
+        assert len(await live.spans(SpanQuery(Window(T0, T0 + 10)))) == 3
         graph = topology_file(tmp_path / "topology.yaml")
         assert set(graph.edges) == {("frontend", "api"), ("api", "db"), ("api", "cache")}
 
