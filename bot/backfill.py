@@ -105,12 +105,18 @@ def backfilled(case: IncidentCase, workdir: Path, *, config: str = "",
         wait_ready(url, proc, workdir / "prometheus.log")
         yield url, mapping
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         log.close()
+
+
+def stop_process(proc: subprocess.Popen[bytes], *, grace: float = 20.0) -> None:
+    """SIGTERM, then SIGKILL if it is still there after `grace` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:

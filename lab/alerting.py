@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bot.backfill import free_port
+from bot.backfill import free_port, stop_process
 
 RULES = """\
 groups:
@@ -111,10 +111,5 @@ def alertmanager(workdir: Path, config: str) -> Iterator[str]:
                     time.sleep(0.2)
             yield url
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)
             shutil.rmtree(workdir / "am-data", ignore_errors=True)

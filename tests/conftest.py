@@ -38,6 +38,18 @@ def shared_datasets() -> Path:
 
 
 
+def monitoring(*, alertmanager: bool = False) -> None:
+    """Skip without Debian's prometheus (and alertmanager), except under CI, where it fails."""
+    from bot.backfill import binaries
+    from lab.alerting import alertmanager_binary
+
+    if binaries() is None or (alertmanager and alertmanager_binary() is None):
+        what = "prometheus and prometheus-alertmanager" if alertmanager else "prometheus"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs Debian's {what}: scripts/ensure-prometheus.sh installs them")
+        pytest.skip(f"{what} is not installed here (scripts/ensure-prometheus.sh)")
+
+
 SERVER = os.environ.get("RCABOT_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 

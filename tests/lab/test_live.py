@@ -6,21 +6,21 @@ stand-in) opens one thread, reads the live Prometheus and names the service."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
 import pytest
 
 from bot.app import build_bot, start_http
-from bot.backfill import binaries, free_port
+from bot.backfill import free_port
 from bot.config import Settings
 from bot.telemetry import LiveConfig
-from lab.alerting import alertmanager, alertmanager_binary, alertmanager_config, prometheus_alerting
+from lab.alerting import alertmanager, alertmanager_config, prometheus_alerting
 from lab.faults import PlannedFault
 from lab.record import Running, inject, load, mapping_file, running
 from lab.shop import draw_shop
 from tests.bot.slack_standin import SlackStandIn
+from tests.conftest import monitoring
 
 TOKEN = "lab-live-token-3f1c2b"
 CHANNEL = "C0LAB"
@@ -29,10 +29,7 @@ WARMUP = 60.0  # seconds of normal load before the fault: the normal the engine 
 
 @pytest.fixture(scope="module")
 def tools() -> None:
-    if binaries() is None or alertmanager_binary() is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Debian's prometheus and prometheus-alertmanager: scripts/ensure-prometheus.sh")
-        pytest.skip("prometheus or alertmanager is not installed here (scripts/ensure-prometheus.sh)")
+    monitoring(alertmanager=True)
 
 
 def test_a_cpu_hog_fires_an_alert_and_the_bot_names_the_service(tools: None, tmp_path: Path) -> None:

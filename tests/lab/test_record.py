@@ -6,28 +6,24 @@ is left behind."""
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from bot.backfill import binaries
 from lab.faults import PlannedFault
 from lab.record import record_shop, running
 from lab.shop import draw_shop
 from rca.engines import build_engine
 from rca.model import FaultType
 from rca.sources.datasets import find_cases
+from tests.conftest import monitoring
 
 
 @pytest.fixture(scope="module")
 def prometheus() -> None:
-    if binaries() is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Debian's prometheus package: scripts/ensure-prometheus.sh installs it")
-        pytest.skip("prometheus is not installed here (scripts/ensure-prometheus.sh)")
+    monitoring()
 
 
 def _lab_processes() -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from bot.backfill import backfilled, binaries, free_port
+from bot.backfill import backfilled, free_port
 from lab.alerting import alertmanager as running_alertmanager
-from lab.alerting import alertmanager_binary, alertmanager_config
+from lab.alerting import alertmanager_config
 from tests.bot.alertmanager_payloads import rfc3339
 from tests.bot.test_slack_app import running
+from tests.conftest import monitoring
 
 TOKEN = "live-am-token-7c9e6679"
 ORDERS = "C0ORDERS"
@@ -30,10 +30,7 @@ FAMILY = "rcabot_cpuusage_m"  # CpuUsage(m), as bot.backfill names it
 
 @pytest.fixture(scope="module")
 def tools() -> None:
-    if binaries() is None or alertmanager_binary() is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Debian's prometheus and prometheus-alertmanager: scripts/ensure-prometheus.sh")
-        pytest.skip("prometheus or alertmanager is not installed here (scripts/ensure-prometheus.sh)")
+    monitoring(alertmanager=True)
 
 
 def _get(url: str) -> Any:
