@@ -24,10 +24,10 @@ groups:
     interval: 5s
     rules:
       - alert: ServiceCpuSaturated
-        expr: 100 * rate(process_cpu_seconds_total{job="lab"}[30s]) > 40
+        expr: 100 * rate(process_cpu_seconds_total{job="lab"}[30s]) > 30
         for: 1m
         labels: {severity: warning, team: lab}
-        annotations: {summary: "CPU of {{ $labels.service }} above 40 % of a core for a minute"}
+        annotations: {summary: "CPU of {{ $labels.service }} above 30 % of a core for a minute"}
       - alert: ServiceErrors
         expr: >-
           sum by (service) (rate(lab_http_server_request_duration_seconds_count{job="lab", code=~"5.."}[1m]))

@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections import defaultdict
@@ -46,6 +47,9 @@ from rca.sources.prometheus import PrometheusMetrics, load_mapping
 from rca.sources.snapshot import write_days
 
 SCRAPE_SECONDS = 5
+HEALTHY_SHARE = 0.9  # of the entry's answers before the first fault: below it the shop is broken, not faulty
+_PORTS_LOCK = threading.Lock()
+_PORTS_GIVEN: set[int] = set()
 Progress = Callable[[str], None]
 
 
@@ -78,7 +82,7 @@ def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterato
     if found is None:
         raise RuntimeError("prometheus is not installed: run scripts/ensure-prometheus.sh (as root)")
     workdir.mkdir(parents=True, exist_ok=True)
-    ports = {s.name: free_port() for s in shop.services}
+    ports = {s.name: _port() for s in shop.services}
     (workdir / "shop.json").write_text(shop.to_json())
     (workdir / "ports.json").write_text(json.dumps(ports))
     (workdir / "proc").mkdir(exist_ok=True)
@@ -91,10 +95,10 @@ def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterato
             procs.append(subprocess.Popen([sys.executable, "-m", "lab.service", str(workdir / "shop.json"), s.name,
                                            str(workdir / "ports.json"), str(workdir)],
                                           stdout=out, stderr=subprocess.STDOUT, start_new_session=True))  # fmt: skip
-        for s in shop.services:
-            _wait_http(f"http://127.0.0.1:{ports[s.name]}/health", what=s.name)
+        for s, proc in zip(shop.services, procs, strict=True):
+            _wait_service(s.name, ports[s.name], proc)
         (workdir / "prometheus.yml").write_text(prometheus_config(shop, ports, extra=prometheus_extra))
-        port = free_port()
+        port = _port()
         log = (workdir / "proc" / "prometheus.out").open("wb")
         outputs.append(log)
         procs.append(subprocess.Popen([found[0], f"--config.file={workdir / 'prometheus.yml'}",
@@ -126,23 +130,39 @@ def stop(procs: list[subprocess.Popen[bytes]], *, grace: float = 15.0) -> None:
             p.wait()
 
 
-def _wait_http(url: str, *, what: str, seconds: float = 30.0) -> None:
+def _port() -> int:
+    """A free port never handed out before by this process (shops start side by side)."""
+    with _PORTS_LOCK:
+        while (port := free_port()) in _PORTS_GIVEN:
+            pass
+        _PORTS_GIVEN.add(port)
+        return port
+
+
+def _wait_service(name: str, port: int, proc: subprocess.Popen[bytes], *, seconds: float = 30.0) -> None:
+    """Until the service answers its health check with its own name; a process that exited,
+    or another one answering on its port, fails the run."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode} before it answered (port {port} taken?)")
         try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                answered = json.loads(r.read()).get("service")
+            if answered != name:
+                raise RuntimeError(f"port {port} of {name} is answered by {answered!r}")
+            return
+        except (OSError, ValueError):
             time.sleep(0.2)
-    raise RuntimeError(f"{what} did not answer on {url} within {seconds:.0f} s")
+    raise RuntimeError(f"{name} did not answer on port {port} within {seconds:.0f} s")
 
 
-async def load(lab: Running, until: float, *, rate: float, seed: int) -> dict[str, int]:
+async def load(lab: Running, until: float, *, rate: float, seed: int,
+               counts: dict[str, int] | None = None) -> dict[str, int]:  # fmt: skip
     """Requests to the entry service, Poisson arrivals at a rate with a slow daily-like swell
     and short bursts, until `until` (epoch seconds); counts answers by status."""
     rng = random.Random(f"load-{seed}")
-    counts: dict[str, int] = defaultdict(int)
+    counts = counts if counts is not None else {}
     limit = asyncio.Semaphore(64)
     tasks: set[asyncio.Task[None]] = set()
     burst_until = 0.0
@@ -154,9 +174,9 @@ async def load(lab: Running, until: float, *, rate: float, seed: int) -> dict[st
                 try:
                     async with client.get(lab.url(lab.shop.entry), params={"item": str(item)}) as r:
                         await r.read()
-                        counts[str(r.status)] += 1
+                        counts[str(r.status)] = counts.get(str(r.status), 0) + 1
                 except (aiohttp.ClientError, TimeoutError):
-                    counts["failed"] += 1
+                    counts["failed"] = counts.get("failed", 0) + 1
 
         while (now := time.time()) < until:
             if now > burst_until and rng.random() < 0.002:
@@ -187,11 +207,16 @@ async def drive(lab: Running, faults: tuple[PlannedFault, ...], *, warmup: float
     began = time.time()
     first = began + warmup
     end = first + max(f.offset + f.seconds for f in faults) + tail
-    loader = asyncio.create_task(load(lab, end, rate=rate, seed=lab.shop.seed))
+    answers: dict[str, int] = {}
+    loader = asyncio.create_task(load(lab, end, rate=rate, seed=lab.shop.seed, counts=answers))
     labels: list[dict[str, str]] = []
     journal = lab.workdir / "faults.jsonl"
     for i, fault in enumerate(faults):
         await asyncio.sleep(max(0.0, first + fault.offset - time.time()))
+        if i == 0 and answers.get("200", 0) < HEALTHY_SHARE * max(1, sum(answers.values())):
+            loader.cancel()
+            raise RuntimeError(f"lab-{lab.shop.seed} was not healthy before its first fault (the entry answered "
+                               f"{answers}); no incident is labelled on a broken shop")  # fmt: skip
         at = time.time()
         await inject(lab, fault)
         label = {"inject_time": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S"),

@@ -64,3 +64,41 @@ def test_prometheus_scrapes_every_service_under_its_name() -> None:
     config = prometheus_config(shop, ports)
     for s in shop.services:
         assert f"127.0.0.1:{ports[s.name]}" in config and f"service: '{s.name}'" in config
+
+
+def test_ports_handed_out_never_repeat_and_a_stranger_on_a_port_fails_the_run() -> None:
+    import json
+    import subprocess
+    import sys
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from lab.record import _port, _wait_service
+
+    ports = [_port() for _ in range(200)]
+    assert len(set(ports)) == 200
+
+    class Other(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"service": "someone-else"}).encode()
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = HTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with pytest.raises(RuntimeError, match="answered by 'someone-else'"):
+            _wait_service("cart", server.server_address[1], sleeper, seconds=5)
+    finally:
+        server.shutdown()
+        sleeper.kill()
+        sleeper.wait()
+    gone = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    gone.wait()
+    with pytest.raises(RuntimeError, match="exited with 3"):
+        _wait_service("cart", _port(), gone, seconds=5)
