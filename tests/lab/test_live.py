@@ -32,9 +32,6 @@ def tools() -> None:
     monitoring(alertmanager=True)
 
 
-@pytest.mark.xfail(strict=False, reason="known, issue 42: on a quiet machine the alert fires about a minute into the "
-                   "fault, over a window whose metrics cover two of its ten minutes, and the verdict named no "
-                   "service (CI 2026-12-03); under load it fired later and named it")  # fmt: skip
 def test_a_cpu_hog_fires_an_alert_and_the_bot_names_the_service(tools: None, tmp_path: Path) -> None:
     shop = draw_shop(11, size=3)
     victim = next(s.name for s in shop.services if s.name != shop.entry)
@@ -46,8 +43,10 @@ def test_a_cpu_hog_fires_an_alert_and_the_bot_names_the_service(tools: None, tmp
             running(shop, tmp_path / "run", prometheus_extra=prometheus_alerting(tmp_path / "run", am_url)) as lab:  # fmt: skip
         live = LiveConfig(prometheus_url=lab.prometheus, prom_mapping=mapping_file())
         top = asyncio.run(_scenario(tmp_path, live, routes, bot_port, lab, victim))
-    assert top == victim
     assert time.monotonic() - started < 300
+    if top != victim:  # the alert, the thread and the stored verdict above are asserted; this is not yet
+        pytest.xfail(f"known, issue 42: the verdict named {top!r}, not {victim!r} (on a quiet machine the alert "
+                     "fires about a minute into the fault, over a window whose metrics cover two of its ten minutes)")
 
 
 async def _scenario(tmp: Path, live: LiveConfig, routes: Path, port: int, lab: Running, victim: str) -> str:
