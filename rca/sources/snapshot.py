@@ -116,9 +116,9 @@ def _write_metrics(path: Path, series: list[Series], *, symptom: str) -> None:
 def _write_minutes(path: Path, kind: str, rows: list[dict[str, Any]]) -> None:
     path.mkdir(parents=True, exist_ok=True)
     by_minute: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        t = row.pop("_time")
-        by_minute[datetime.fromtimestamp(t, UTC).strftime("%H_%M")].append(row)
+    for row in rows:  # the rows are left as they were: another day's filter reads their time
+        by_minute[datetime.fromtimestamp(row["_time"], UTC).strftime("%H_%M")].append(
+            {k: v for k, v in row.items() if k != "_time"})
     for minute, part in sorted(by_minute.items()):
         pd.DataFrame(part).to_csv(path / f"{minute}_{kind}.csv", index=False)
 

@@ -51,3 +51,20 @@ def test_snapshot_refusals(tmp_path: Path, nezha_slice: Path) -> None:
     (tmp_path / "bad" / MANIFEST).write_text("{not json")
     with pytest.raises(MalformedFile, match="snapshot manifest"):
         load_snapshot(tmp_path / "bad")
+
+
+def test_a_recording_across_midnight_keeps_each_days_logs_and_spans(tmp_path: Path) -> None:
+    from rca.model import LogRecord, Severity, Sources, Span, Window
+    from rca.sources.memory import InMemoryLogs, InMemoryTraces
+    from rca.sources.snapshot import write_days
+
+    midnight = parse_timestamp("2026-12-04T00:00:00Z")
+    times = [midnight - 90, midnight - 30, midnight + 30, midnight + 90]
+    logs = InMemoryLogs(LogRecord(t, "cart", Severity.INFO, f"line {i}") for i, t in enumerate(times))
+    spans = InMemoryTraces(Span(f"t{i}", f"s{i}", "", "cart", "GET /", t, t + 0.1) for i, t in enumerate(times))
+    days = asyncio.run(write_days(Sources(logs=logs, traces=spans), Window(midnight - 120, midnight + 120),
+                                  tmp_path, symptom="cart"))  # fmt: skip
+    assert [d.name for d in days] == ["2026-12-03", "2026-12-04"]
+    for day, minutes in zip(days, (["23_58", "23_59"], ["00_00", "00_01"]), strict=True):
+        assert sorted(p.name[:5] for p in (day / "log").iterdir()) == minutes
+        assert sorted(p.name[:5] for p in (day / "trace").iterdir()) == minutes
