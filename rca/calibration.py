@@ -34,6 +34,10 @@ _RIDGE = 1e-2  # a whisper of shrinkage, so a feature that separates perfectly s
 # a unit normal, one logit (odds times e) being the size by which the development sets' own
 # shifts differ (docs/benchmarks.md); marks move it further only as they add up.
 OFFSET_PRIOR_VARIANCE = 1.0
+PRIOR_SPREAD = math.sqrt(OFFSET_PRIOR_VARIANCE)
+# Gauss-Hermite nodes and weights for the average over a normal shift (probabilists' form).
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(32)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 _MAX_SHIFT = 30.0  # log-odds: past this every probability is 0 or 1 to double precision
 
 
@@ -83,17 +87,21 @@ class Calibration:
     fitted_on: str = ""  # what it was fitted on: the results and their count
     offset: float = 0.0  # the log-odds shift learnt from a system's marked verdicts
     marks: int = 0  # how many marked verdicts it was learnt from
+    spread: float = PRIOR_SPREAD  # how far that shift is known: its standard deviation
 
     def probability(self, f: Features) -> float:
-        """The share of first places with these features that were right."""
+        """The share of first places with these features that were right, averaged over the
+        shifts this system may have from the development sets (`offset`, `spread`)."""
         if f.confidence <= 0:
             return 0.0
-        return float(1.0 / (1.0 + math.exp(-(float(np.dot(self.weights, f.vector())) + self.offset))))
+        logit = float(np.dot(self.weights, f.vector())) + self.offset + self.spread * _NODES
+        return float(np.dot(_WEIGHTS, 1.0 / (1.0 + np.exp(-np.clip(logit, -500.0, 500.0)))))
 
     def adapted(self, marks: Sequence[tuple[Features, bool]]) -> Calibration:
         """This calibration with its log-odds shifted to a system's marked verdicts (features,
         right?): the shift of most posterior weight under a unit-normal prior
-        (OFFSET_PRIOR_VARIANCE), where the posterior's slope is nought. Unmarked, it is
+        (OFFSET_PRIOR_VARIANCE), where the posterior's slope is nought, and how far it is known
+        (the posterior's curvature there: Laplace's approximation). Unmarked, it is
         unchanged."""
         marks = [(f, right) for f, right in marks if f.confidence > 0]
         if not marks:
@@ -109,7 +117,9 @@ class Calibration:
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if slope(mid) > 0 else (lo, mid)
         shift = (lo + hi) / 2
-        return Calibration(self.weights, self.likely, self.fitted_on, shift, len(marks))
+        p = 1.0 / (1.0 + np.exp(-(base + shift)))
+        spread = 1.0 / math.sqrt(1.0 / OFFSET_PRIOR_VARIANCE + float(np.sum(p * (1.0 - p))))
+        return Calibration(self.weights, self.likely, self.fitted_on, shift, len(marks), spread)
 
     def to_json(self) -> dict[str, object]:
         return {"weights": list(self.weights), "likely": self.likely, "fitted_on": self.fitted_on}
@@ -130,7 +140,9 @@ def shipped() -> Calibration:
 
 def fit(rows: Sequence[tuple[Features, bool]], *, fitted_on: str = "") -> Calibration:
     """A logistic model of `right` on the features (Newton's method), and the least
-    probability above which first places were right LIKELY_ACCURACY of the time."""
+    probability above which first places were right LIKELY_ACCURACY of the time. On the
+    results it was fitted on, no shift is unknown (spread 0); shipped to a system, the prior's
+    spread returns (`from_json`)."""
     if not rows:
         raise ValueError("no evaluated first places to fit on")
     x = np.array([f.vector() for f, _ in rows])
@@ -142,9 +154,9 @@ def fit(rows: Sequence[tuple[Features, bool]], *, fitted_on: str = "") -> Calibr
         w -= step
         if float(np.max(np.abs(step))) < 1e-10:
             break
-    model = Calibration(tuple(float(v) for v in w), 1.0, fitted_on)
+    model = Calibration(tuple(float(v) for v in w), 1.0, fitted_on, spread=0.0)
     probs = np.array([model.probability(f) for f, _ in rows])
-    return Calibration(model.weights, likely_threshold(probs, y), fitted_on)
+    return Calibration(model.weights, likely_threshold(probs, y), fitted_on, spread=0.0)
 
 
 def likely_threshold(probs: np.ndarray, right: np.ndarray, accuracy: float = LIKELY_ACCURACY) -> float:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from rca.calibration import (
+    PRIOR_SPREAD,
     Calibration,
     Features,
     expected_calibration_error,
@@ -20,7 +22,8 @@ from rca.evaluation.harness import CaseResult
 from rca.evaluation.metrics import COVERAGES, Coverage, Outcome, Summary, coverage, summarise
 from rca.hypotheses import RANK_PRECISION
 
-FORMAT_VERSION = 3  # 2: each case's calibrated probability and tied first places; 3: learnt from marks
+FORMAT_VERSION = 4  # 2: each case's calibrated probability and tied first places; 3: learnt from marks;
+# 4: whether the verdict would call it likely, as shipped and learnt
 
 
 def summaries(results: Sequence[CaseResult]) -> list[Summary]:
@@ -115,19 +118,30 @@ def features_of(r: CaseResult) -> Features:
 
 
 def learnt(results: Sequence[CaseResult], calibration: Calibration | None = None) -> list[float]:
-    """Each case's probability as a system that marked every earlier verdict would show it: the
-    calibration adapted (Calibration.adapted) to the earlier cases of its dataset and engine, in
-    the evaluation's order; a case's own outcome never enters its probability."""
+    """Each case's probability as a system that marked every earlier verdict would show it."""
+    return [cal.probability(features_of(r)) for r, cal in zip(results, taught(results, calibration), strict=True)]
+
+
+def taught(results: Sequence[CaseResult], calibration: Calibration | None = None) -> list[Calibration]:
+    """Each case's calibration as a system that marked every earlier verdict would hold it: the
+    shipped one adapted (Calibration.adapted) to the earlier cases of its dataset and engine, in
+    the evaluation's order; a case's own outcome never enters it."""
     cal = calibration or shipped()
     marks: dict[tuple[str, str], list[tuple[Features, bool]]] = defaultdict(list)
     out = []
     for r in results:
         key = (r.outcome.dataset, r.outcome.engine)
-        f = features_of(r)
-        out.append(cal.adapted(marks[key]).probability(f))
+        out.append(cal.adapted(marks[key]))
         if r.error is None:
-            marks[key].append((f, r.outcome.right))
+            marks[key].append((features_of(r), r.outcome.right))
     return out
+
+
+def said_likely(r: CaseResult, calibration: Calibration | None = None) -> bool:
+    """Whether the verdict would call the case's first place likely, as the bot's verdict
+    decides it: no tie at the top, and a probability of at least the calibration's `likely`."""
+    cal = calibration or shipped()
+    return tied_first(r) <= 1 and cal.probability(features_of(r)) >= cal.likely
 
 
 def ece_floor(probs: Sequence[float], draws: int = 400) -> float:
@@ -175,8 +189,8 @@ def render_fit(rows: Sequence[tuple[str, str, Features, bool]], calibration: Cal
         groups[(dataset, protocol)].append(i)
     head = f"{'dataset':<20} {'protocol':<36} {'cases':>5} {'AC@1':>6} {'mean p':>6} {'ECE':>6} {'out p':>6} {'out ECE':>7}"
     lines = [head, "-" * len(head)]
-    apart = {d: fit([(f, ok) for dd, _, f, ok in rows if dd != d]) for d in {r[0] for r in rows}
-             if any(r[0] != d for r in rows)}  # fmt: skip
+    apart = {d: replace(fit([(f, ok) for dd, _, f, ok in rows if dd != d]), spread=PRIOR_SPREAD)  # a system never seen
+             for d in {r[0] for r in rows} if any(r[0] != d for r in rows)}  # fmt: skip
     for (dataset, protocol), idx in sorted(groups.items()):
         right = [rows[i][3] for i in idx]
         probs = [calibration.probability(rows[i][2]) for i in idx]
@@ -194,7 +208,7 @@ def render_calibration(results: Sequence[CaseResult], calibration: Calibration |
     has learnt from every earlier case's mark (`learnt`), and the share of first places tied
     with the second."""
     cal = calibration or shipped()
-    taught = learnt(results, cal)
+    adapted = taught(results, cal)
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(results):
         groups[(r.outcome.dataset, r.outcome.engine)].append(i)
@@ -207,27 +221,28 @@ def render_calibration(results: Sequence[CaseResult], calibration: Calibration |
              "of the cases before it (as a system whose engineers marked every verdict); tied = first places the "
              "evidence scores the same as the second", head, "-" * len(head)]  # fmt: skip
 
-    def said(probs: list[float], right: list[bool]) -> str:
-        likely = [ok for p, ok in zip(probs, right, strict=True) if p >= cal.likely]
+    def said(rs: list[CaseResult], cals: list[Calibration], right: list[bool]) -> str:
+        likely = [ok for r, c, ok in zip(rs, cals, right, strict=True) if said_likely(r, c)]
         return f"{len(likely) / len(right):>6.3f} " + (f"{sum(likely) / len(likely):6.3f}" if likely else "   -  ")
 
     for (group, engine), idx in sorted(groups.items(), key=lambda kv: (kv[0][0] == "all", kv[0])):
         rs = [results[i] for i in idx]
         probs = [probability(r, cal) for r in rs]
-        taught_probs = [taught[i] for i in idx]
+        taught_probs = [adapted[i].probability(features_of(results[i])) for i in idx]
         right = [r.outcome.right for r in rs]
         lines.append(f"{group:<28} {engine:<22} {len(rs):>5} {sum(right) / len(rs):>6.3f} "
                      f"{sum(probs) / len(probs):>6.3f} {expected_calibration_error(probs, right):>6.3f} "
-                     f"{ece_floor(probs):>6.3f} {said(probs, right)} {expected_calibration_error(taught_probs, right):>12.3f} "
-                     f"{said(taught_probs, right)} {sum(tied_first(r) > 1 for r in rs) / len(rs):>6.3f}")  # fmt: skip
+                     f"{ece_floor(probs):>6.3f} {said(rs, [cal] * len(rs), right)} "
+                     f"{expected_calibration_error(taught_probs, right):>12.3f} "
+                     f"{said(rs, [adapted[i] for i in idx], right)} {sum(tied_first(r) > 1 for r in rs) / len(rs):>6.3f}")  # fmt: skip
     return "\n".join(lines)
 
 
 def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
     """The stable evaluation format other tools read."""
     cases = []
-    taught = learnt(results)
-    for i, r in enumerate(results):
+    adapted = taught(results)
+    for r, cal in zip(results, adapted, strict=True):
         d, o = r.diagnosis, r.outcome
         cases.append(
             {
@@ -247,7 +262,9 @@ def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
                 "llm_tokens": d.cost.llm_tokens,
                 "error": r.error,
                 "probability": round(probability(r), 4),
-                "probability_learnt": round(taught[i], 4),
+                "probability_learnt": round(cal.probability(features_of(r)), 4),
+                "likely": said_likely(r),
+                "likely_learnt": said_likely(r, cal),
                 "tied_first": tied_first(r),
                 "audit": ({"score": round(o.audit.score, 4), "support": round(o.audit.support, 4),
                            "trust": round(o.audit.trust, 4), "route": o.audit.route,

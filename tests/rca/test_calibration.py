@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -107,10 +108,29 @@ def test_marks_at_the_rate_the_model_expects_leave_it_nearly_where_it_was() -> N
     cal = shipped()
     rng = random.Random(3)
     feats = [Features(rng.uniform(0.05, 0.7), rng.uniform(0.0, 1.0), 3) for _ in range(4000)]
-    marks = [(f, rng.random() < cal.probability(f)) for f in feats]
+    like_the_sets = replace(cal, spread=0.0)  # a system exactly like the sets it was fitted on
+    marks = [(f, rng.random() < like_the_sets.probability(f)) for f in feats]
     assert abs(cal.adapted(marks).offset) < 0.15
 
 
 def test_features_round_trip_as_stored() -> None:
     f = features([0.4, 0.1], 2)
     assert Features.from_json(json.loads(json.dumps(f.to_json()))) == f
+
+
+def test_a_system_never_marked_is_as_unsure_as_the_sets_differ_and_marks_sharpen_it() -> None:
+    cal = shipped()
+    clear = Features(0.35, 0.8, 3)  # a clear first place
+    known = replace(cal, spread=0.0)  # the model on the sets it was fitted on: no shift unknown
+    assert known.probability(clear) >= cal.likely  # likely where rcabot was measured...
+    assert 0.5 < cal.probability(clear) < known.probability(clear)  # ...less sure on a new system
+    assert cal.probability(clear) < cal.likely  # ...and not said as likely there
+    assert cal.probability(Features(0.0, 0.0, 3)) == 0.0
+    right = cal.adapted([(clear, True)] * 200)
+    assert right.marks == 200 and right.spread < cal.spread  # marks narrow what is known
+    assert right.probability(clear) >= cal.likely  # a long record of right first places earns it
+    wrong = cal.adapted([(clear, False)] * 200)
+    assert wrong.probability(clear) < 0.5
+    mixed = [(clear, i % 2 == 0) for i in range(200)]  # marks that surprise the model teach the most
+    assert cal.adapted(mixed[:20]).spread > cal.adapted(mixed).spread and cal.adapted(mixed).spread < 0.2
+    assert fit(_rows()).spread == 0.0 and Calibration.from_json(fit(_rows()).to_json()).spread == cal.spread

@@ -10,7 +10,15 @@ import pytest
 from rca.calibration import expected_calibration_error, shipped
 from rca.evaluation.harness import CaseResult
 from rca.evaluation.metrics import Outcome
-from rca.evaluation.report import ece_floor, learnt, probability, render_calibration
+from rca.evaluation.report import (
+    ece_floor,
+    learnt,
+    probability,
+    render_calibration,
+    said_likely,
+    taught,
+    to_json,
+)
 from rca.model import Candidate, CaseId, Diagnosis, FaultType
 
 
@@ -50,3 +58,15 @@ def test_the_floor_is_what_a_perfect_calibration_scores_on_so_few_cases() -> Non
     assert ece_floor(probs * 50) < floor / 3  # it shrinks with the count, as sampling error does
     assert ece_floor(probs) == floor  # seeded: the same figure every run
     assert shipped().likely > 0
+
+
+def test_likely_is_said_as_the_bot_says_it_held_back_on_a_new_system_and_earned_by_its_marks() -> None:
+    clear = [_result(i, right=True, confidence=0.5) for i in range(60)]  # the second far behind
+    cals = taught(clear)
+    said = [said_likely(r, c) for r, c in zip(clear, cals, strict=True)]
+    assert not said[0] and said[-1]  # not before anything is marked; after a record of right ones
+    cases = to_json(clear)["cases"]
+    assert [c["likely_learnt"] for c in cases] == said and not any(c["likely"] for c in cases)
+    tie = CaseResult(None, Diagnosis(CaseId("t"), "lats", (Candidate("a", 0.9, FaultType.CPU),
+                                                            Candidate("b", 0.9, FaultType.CPU))), clear[0].outcome)  # fmt: skip
+    assert not said_likely(tie, cals[-1])  # a tie at the top is never likely, whatever the record
