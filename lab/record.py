@@ -77,7 +77,9 @@ def prometheus_config(shop: Shop, ports: dict[str, int], *, extra: str = "") -> 
 
 @contextmanager
 def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterator[Running]:
-    """The shop's services and a Prometheus scraping them, until the block ends."""
+    """The shop's services and a Prometheus scraping them, until the block ends. Its metrics
+    (the Prometheus store) go with it, unless the block failed: then they stay in `workdir`
+    beside the logs and spans, so a failed save can be written out again."""
     found = binaries()
     if found is None:
         raise RuntimeError("prometheus is not installed: run scripts/ensure-prometheus.sh (as root)")
@@ -88,6 +90,7 @@ def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterato
     (workdir / "proc").mkdir(exist_ok=True)
     procs: list[subprocess.Popen[bytes]] = []
     outputs = []
+    done = False
     try:
         for s in shop.services:
             out = (workdir / "proc" / f"{s.name}.out").open("wb")
@@ -107,12 +110,14 @@ def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterato
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, procs[-1], workdir / "proc" / "prometheus.out")
         yield Running(shop, workdir, ports, url)
+        done = True
     finally:
         stop(procs)
         for f in outputs:
             f.close()
-        shutil.rmtree(workdir / "tsdb", ignore_errors=True)
-        shutil.rmtree(workdir / "data", ignore_errors=True)
+        if done:
+            shutil.rmtree(workdir / "tsdb", ignore_errors=True)
+            shutil.rmtree(workdir / "data", ignore_errors=True)
 
 
 def stop(procs: list[subprocess.Popen[bytes]], *, grace: float = 15.0) -> None:

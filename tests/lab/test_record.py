@@ -76,3 +76,6 @@ def test_ports_are_free_again_after_the_run(prometheus: None, tmp_path: Path) ->
             s.bind(("127.0.0.1", port))  # raises if anything still listens there
             s.listen()
     assert not (tmp_path / "run" / "tsdb").exists()
+    with pytest.raises(RuntimeError, match="save failed"), running(shop, tmp_path / "failed"):
+        raise RuntimeError("save failed")
+    assert (tmp_path / "failed" / "tsdb").is_dir()  # a failed run keeps its metrics to write out again
