@@ -144,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="measure engines on every labelled case under a path")
     ev.add_argument("path", type=Path)
     ev.add_argument("--engine", default="lats", help=f"comma-separated: {','.join(engine_names())}")
-    ev.add_argument("--ablate", default="", help="comma-separated lats ablations: batching,backprop,reflection,check,glance, or rule:NAME "
+    ev.add_argument("--ablate", default="", help="comma-separated lats ablations: batching,backprop,reflection,check,glance,peer-spread, or rule:NAME "
                          "for a scoring rule (rcabot rules lists them)")
     ev.add_argument("--repair", action="store_true", help="also run each search engine followed by STAR's repair")
     ev.add_argument("--budget", type=_budget, help=BUDGET_HELP)

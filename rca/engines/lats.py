@@ -41,13 +41,14 @@ VARIANTS: dict[str, Variant] = {
     ),
 }
 
-ABLATIONS = ("batching", "backprop", "reflection", "check", "glance")
+ABLATIONS = ("batching", "backprop", "reflection", "check", "glance", "peer-spread")
 
 
 def ablate(config: SearchConfig, what: str) -> SearchConfig:
     """The paper's ablations (one candidate per expansion, no backpropagation, no reflection),
     ours (no closing check of the leading suspects' neighbourhoods; no glance at every
-    service's error-line counts where the budget cannot pay for their lines), and any scoring rule
+    service's error-line counts where the budget cannot pay for their lines; a metric normal that
+    never moved measured at the floor, not in its peers' spread), and any scoring rule
     (`rule:NAME`, see rca.rules)."""
     if what.startswith("rule:"):
         rules = parse_rules(what.removeprefix("rule:"))
@@ -62,6 +63,8 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, check_top=0)
     if what == "glance":
         return replace(config, glance=False)
+    if what == "peer-spread":
+        return replace(config, peer_spread=False)
     raise InputError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")
 
 

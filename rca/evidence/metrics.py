@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,13 +36,21 @@ class MetricShift:
     under_way: bool = False  # the run began at the first point read: it began before it
 
 
-def robust_z(normal: np.ndarray, values: np.ndarray, rel_floor: float = _REL_FLOOR) -> np.ndarray:
-    """(x - median) / scale: scale is 1.4826 MAD, or half the standard deviation when most
-    normal points sit on one value, floored at a thousandth of |median| (a series that never
-    moved, like 100 % availability, makes a one-point drop stand out, not infinite)."""
+def spread(normal: np.ndarray) -> float:
+    """A normal period's own spread: 1.4826 MAD, or half the standard deviation when most of
+    its points sit on one value; 0 for a series that never moved."""
     med = float(np.median(normal))
-    mad = 1.4826 * float(np.median(np.abs(normal - med)))
-    scale = max(mad, 0.5 * float(np.std(normal)), rel_floor * abs(med), 1e-9)
+    return max(1.4826 * float(np.median(np.abs(normal - med))), 0.5 * float(np.std(normal)))
+
+
+def robust_z(normal: np.ndarray, values: np.ndarray, rel_floor: float = _REL_FLOOR, unmoved: float = 0.0) -> np.ndarray:
+    """(x - median) / scale: scale is the normal's own spread, or for a normal that never
+    moved, `unmoved` (its steadiest peer's, peer_spreads), floored at a thousandth of
+    |median| (a series that never moved, like 100 % availability, makes a one-point drop stand
+    out, not infinite)."""
+    med = float(np.median(normal))
+    own = spread(normal)
+    scale = max(own if own > 0 else unmoved, rel_floor * abs(med), 1e-9)
     return np.clip((values - med) / scale, -MAX_Z, MAX_Z)
 
 
@@ -56,8 +64,19 @@ def own_normal(values: np.ndarray, rel_floor: float = _REL_FLOOR) -> np.ndarray:
     return calm if calm.size >= _MIN_NORMAL else values
 
 
-def shift_of(normal: Series | None, now: Series) -> MetricShift | None:
-    """The shift of one series against its normal part; None when there is nothing to compare.
+def reference(normal: Series | None, now: Series) -> np.ndarray:
+    """The normal values a window's series is measured against: its look-back, or where that
+    holds too little of it, the window's first half less its own departures (own_normal)."""
+    values = now.values[np.isfinite(now.values)]
+    ref = normal.values[np.isfinite(normal.values)] if normal is not None else np.array([])
+    if ref.size < _MIN_NORMAL and values.size:  # no normal period: the window's first half serves
+        ref = own_normal(values[: max(_MIN_NORMAL, values.size // 2)], _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR))
+    return ref
+
+
+def shift_of(normal: Series | None, now: Series, *, unmoved: float = 0.0, ref: np.ndarray | None = None) -> MetricShift | None:
+    """The shift of one series against its normal part (`ref`, else `reference`); None when
+    there is nothing to compare.
 
     Its evidence is the run going on when the window closes, or else its strongest run
     (rca.evidence.runs).
@@ -65,13 +84,10 @@ def shift_of(normal: Series | None, now: Series) -> MetricShift | None:
     values, times = now.values, now.timestamps
     keep = np.isfinite(values)
     values, times = values[keep], times[keep]
-    ref = normal.values[np.isfinite(normal.values)] if normal is not None else np.array([])
     if values.size == 0:
         return None
-    floor = _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR)
-    if ref.size < _MIN_NORMAL:  # no normal period: the window's first half serves
-        ref = own_normal(values[: max(_MIN_NORMAL, values.size // 2)], floor)
-    z = robust_z(ref, values, floor)
+    ref = reference(normal, now) if ref is None else ref
+    z = robust_z(ref, values, _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR), unmoved)
     at = place(times, z)
     return MetricShift(
         entity=now.entity, metric=now.metric, instance=now.instance, signal=signal_of(now.metric),
@@ -82,19 +98,36 @@ def shift_of(normal: Series | None, now: Series) -> MetricShift | None:
     )  # fmt: skip
 
 
+def peer_spreads(measured: Iterable[tuple[Series, np.ndarray]]) -> dict[str, float]:
+    """Per metric, the least spread of the normal periods that moved at all. A series that
+    never moved in its normal period has an unknown spread, not a zero one: it is taken to be
+    as steady as the steadiest of its peers that moved."""
+    by_metric: dict[str, list[float]] = {}
+    for s, ref in measured:
+        if ref.size >= _MIN_NORMAL and (own := spread(ref)) > 0:
+            by_metric.setdefault(s.metric, []).append(own)
+    return {m: float(np.min(v)) for m, v in by_metric.items()}
+
+
 def unmatched(normal: Sequence[Series], now: Sequence[Series]) -> set[tuple[str, str, str]]:
     """The window's series (entity, metric, instance) with no point recorded before the window."""
     held = {(s.entity, s.metric, s.instance) for s in normal if np.isfinite(s.values).any()}
     return {(s.entity, s.metric, s.instance) for s in now} - held
 
 
-def metric_shifts(normal: Sequence[Series], now: Sequence[Series], fault_free: Sequence[Series] = ()) -> list[MetricShift]:
+def metric_shifts(normal: Sequence[Series], now: Sequence[Series], fault_free: Sequence[Series] = (), *,
+                  peers: bool = True) -> list[MetricShift]:  # fmt: skip
     """A MetricShift per series of the incident window, strongest first. A series' normal is
     its own recent past: its look-back (`normal`), or where that holds too little of it, the
     window's own start. Only a series with no point recorded before the window (a recording
-    that begins inside it) is measured against a stretch recorded apart (`fault_free`)."""
+    that begins inside it) is measured against a stretch recorded apart (`fault_free`). A
+    normal that never moved is measured in its peers' spread (peer_spreads; `peers=False`
+    is the ablation: then its scale is the floor, and any departure scores MAX_Z)."""
     base = {(s.entity, s.metric, s.instance): s for s in fault_free}
     base.update({(s.entity, s.metric, s.instance): s for s in normal if np.isfinite(s.values).any()})
-    out = [shift for s in now if (shift := shift_of(base.get((s.entity, s.metric, s.instance)), s)) is not None]
+    refs = [reference(base.get((s.entity, s.metric, s.instance)), s) for s in now]
+    unmoved = peer_spreads(zip(now, refs, strict=True)) if peers else {}
+    out = [shift for s, ref in zip(now, refs, strict=True)
+           if (shift := shift_of(None, s, unmoved=unmoved.get(s.metric, 0.0), ref=ref)) is not None]  # fmt: skip
     return sorted(out, key=lambda m: -m.score)
 

@@ -137,10 +137,12 @@ SCAN_LEADS = 3  # a scan's first leads: what a sound investigation has examined 
 class Toolbox:
     """Evidence tools over one incident's sources."""
 
-    def __init__(self, incident: Incident, *, budget: int | None = None, glance: bool = True) -> None:
+    def __init__(self, incident: Incident, *, budget: int | None = None, glance: bool = True,
+                 peer_spread: bool = True) -> None:  # fmt: skip
         self.incident = incident
         self.budget = budget  # reads an investigation may make; None: as many as it wants
         self.glance = glance  # a logs scan the budget cannot pay for may fall back on one aggregate query
+        self.peer_spread = peer_spread  # a metric normal that never moved is measured in its peers' spread
         self.reads = 0  # reads made so far (repeats are free)
         self._ids = itertools.count(1)
         self._done: dict[tuple[str, str], ToolResult] = {}  # (tool, entity) -> its result, read once
@@ -337,7 +339,7 @@ class Toolbox:
                         free = await self._read("metrics", normal.fault_free.metrics.series(query), [])
                         self.missing.append(f"normal metrics: {len(lacking)} series with nothing recorded before "
                                             "the window, measured against the stretch recorded apart")  # fmt: skip
-                    for m in metric_shifts(ref, now, free):
+                    for m in metric_shifts(ref, now, free, peers=self.peer_spread):
                         self._metrics.setdefault(m.entity, []).append(m)
             return self._metrics
 

@@ -28,4 +28,5 @@ class SearchConfig:
     time_budget: float | None = None  # seconds; past it the search stops and decides on what it has
     read_budget: int | None = None  # reads (rca.evidence.toolbox.Toolbox.cost); spent, it decides likewise
     glance: bool = True  # ablation switch: a logs scan over the read budget glances at error counts (one read)
+    peer_spread: bool = True  # ablation switch: a metric normal that never moved is measured in its peers' spread
     scoring: ScoringConfig = field(default_factory=ScoringConfig)

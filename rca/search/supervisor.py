@@ -48,7 +48,7 @@ async def run_search(
     """The investigation as a stream of events; the last one is Finished with the trace."""
     started = time.perf_counter()
     reasoner = reasoner.for_investigation()
-    toolbox = Toolbox(incident, budget=config.read_budget, glance=config.glance)
+    toolbox = Toolbox(incident, budget=config.read_budget, glance=config.glance, peer_spread=config.peer_spread)
     graph = await toolbox.topology()
     kinds = available_agents(incident, order)
     tools = tuple(dict.fromkeys(t for k in kinds for t in AGENT_TOOLS[k]))

@@ -15,7 +15,7 @@ from rca.evidence.logs import (
     normal_logs,
     template_shifts,
 )
-from rca.evidence.metrics import robust_z, shift_of
+from rca.evidence.metrics import MAX_Z, metric_shifts, robust_z, shift_of
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import GapShare, timings
 from rca.hypotheses import ScoringConfig, score_hypotheses
@@ -857,3 +857,29 @@ def test_a_read_budget_counts_reads_as_the_backends_are_queried() -> None:
         assert (await traced.spans("ts-contacts-service")).status == "ok" and traced.reads == 1
 
     asyncio.run(go())
+
+
+def test_a_normal_that_never_moved_is_measured_in_its_peers_spread_whatever_the_unit() -> None:
+    rng = np.random.default_rng(4)
+    t0 = 1_700_000_000.0
+    before, during = t0 + 5 * np.arange(60), t0 + 300 + 5 * np.arange(24)
+
+    def fleet(unit: float) -> tuple[list[Series], list[Series]]:
+        normal, now = [], []
+        for i in range(5):  # five services whose GC rate moves a little all along
+            normal.append(Series(f"s{i}", "GcCollections", before, unit * (1 + 0.1 * rng.standard_normal(60))))
+            now.append(Series(f"s{i}", "GcCollections", during, unit * (1 + 0.1 * rng.standard_normal(24))))
+        quiet = np.zeros(24)
+        quiet[12:] = unit * 0.05  # one that never collected, now at a twentieth of its peers' rate
+        normal.append(Series("idle", "GcCollections", before, np.zeros(60)))
+        now.append(Series("idle", "GcCollections", during, quiet))
+        return normal, now
+
+    def idle(shifts: list) -> float:  # type: ignore[type-arg]
+        return next(m.score for m in shifts if m.entity == "idle")
+
+    normal, now = fleet(1.0)
+    assert idle(metric_shifts(normal, now)) < 2  # small against what even its steadiest peer moves by
+    assert idle(metric_shifts(normal, now, peers=False)) == MAX_Z  # the ablation: a zero spread, the cap
+    scaled = fleet(1000.0)  # another unit: the same standing
+    assert idle(metric_shifts(*scaled)) == pytest.approx(idle(metric_shifts(normal, now)), rel=0.3)
