@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-live lab-demo test prometheus lint eval bench clean
+.PHONY: demo demo-live lab-demo test prometheus lint eval results bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,10 @@ test: $(STAMP) prometheus
 
 eval: $(STAMP)
 	$(BIN)/rcabot eval ../shared/datasets --engine baro
+
+# the results page from the saved evaluations (scripts/results.sh re-runs them)
+results: $(STAMP)
+	$(BIN)/rcabot report results --out docs/results.md --plot docs/results.svg
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -47,6 +47,8 @@ from rca.evaluation.report import (
     summaries,
     to_json,
 )
+from rca.evaluation.results import page, plot, saved
+from rca.evaluation.results import rows as results_rows
 from rca.evaluation.star_eval import evaluate_star
 from rca.evaluation.star_eval import render as render_star
 from rca.evaluation.star_honest import REPLAY_SPREAD, evaluate_honest
@@ -205,6 +207,11 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--engine", default="lats", help="whose first places to fit on (default lats)")
     cal.add_argument("--out", type=Path, help="write the calibration here (the package's: rca/calibration.json)")
 
+    rep = sub.add_parser("report", help="the results page, from the evaluations saved as <dir>/<set>/<name>.json")
+    rep.add_argument("results", type=Path, help="the folder of saved evaluations (results/)")
+    rep.add_argument("--out", type=Path, help="write the page here (default: print it)")
+    rep.add_argument("--plot", type=Path, help="write the AC@1 plot here, as SVG")
+
     sub.add_parser("serve", help="run the Slack app (settings from the environment, see .env.example)")
     sub.add_parser("worker", help="run investigations from the job queue (RCABOT_QUEUE), for `serve` replicas")
 
@@ -270,6 +277,8 @@ async def _run(args: argparse.Namespace) -> int:
         for rule in RULES:
             print(f"{rule.name:<14} {rule.principle}")
         return 0
+    if args.command == "report":
+        return _report(args)
     if args.command == "calibrate":
         return _calibrate(args)
     if args.command == "audit":
@@ -533,6 +542,19 @@ async def _eval(args: argparse.Namespace) -> int:
     if args.json_out:
         args.json_out.write_text(json.dumps(to_json(results, protocol=protocol.name), indent=1))
         print(f"wrote {len(results)} result(s) to {args.json_out}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    table = results_rows(saved(args.results))
+    if args.plot:
+        args.plot.write_bytes(plot(table))
+    text = page(table, plot_name=os.path.relpath(args.plot, args.out.parent) if args.plot and args.out else None)
+    if args.out:
+        args.out.write_text(text)
+        print(f"wrote {args.out} ({len(table)} rows from {args.results})")
+    else:
+        print(text, end="")
     return 0
 
 

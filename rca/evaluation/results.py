@@ -1,0 +1,186 @@
+"""The results page: one table of engine x set x protocol, and its plot, from the JSON files
+`rcabot eval --json` writes (`rcabot report`).
+
+A figure on the page is computed here from the saved per-case answers, never typed in, so the
+page says what the saved runs say and nothing else. Files are laid out `<dir>/<set>/<name>.json`
+(or `.json.gz`): the folder names the set, the file's own `protocol` names the protocol.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.figure import Figure
+
+from rca.calibration import expected_calibration_error
+from rca.errors import InputError
+
+PRODUCT_ENGINE = "lats"  # the engine the bot runs: its trust columns are the verdict's
+BASELINES = ("linear-multi", "baro")  # shown beside it, first place only
+OLDEST_FORMAT = 4  # the first format that says whether the verdict called it likely
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One engine on one set under one protocol."""
+
+    set: str
+    protocol: str
+    engine: str
+    cases: int
+    ac1: float
+    ac3: float
+    fault_type: float  # share whose first place carries the true fault type
+    ece: float  # expected calibration error of the first place's probability
+    likely: float  # share of verdicts said as "Likely"
+    likely_right: float | None  # how often those were right; None when none was said
+    auroc: float | None  # the audit's trust against a wrong first place, when audited
+    seconds: float  # median per case
+
+
+def read(path: Path) -> dict:
+    """One saved evaluation, plain or gzipped; a clear error for anything else."""
+    try:
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not an evaluation JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        raise InputError(f"{path}: not an evaluation JSON (no cases)")
+    if int(data.get("version", 0)) < OLDEST_FORMAT:
+        raise InputError(f"{path}: format {data.get('version')} is older than {OLDEST_FORMAT}; run the eval again")
+    return data
+
+
+def saved(root: Path) -> list[tuple[str, dict]]:
+    """(set, evaluation) for every saved evaluation under `root`, in path order."""
+    files = sorted([*root.glob("*/*.json"), *root.glob("*/*.json.gz")])
+    if not files:
+        raise InputError(f"{root}: no <set>/<name>.json evaluations")
+    return [(f.parent.name, read(f)) for f in files]
+
+
+def _auroc(wrong_scores: Sequence[float], right_scores: Sequence[float]) -> float | None:
+    """How often a right first place's trust exceeds a wrong one's (ties count half)."""
+    if not wrong_scores or not right_scores:
+        return None
+    wins = sum((r > w) + 0.5 * (r == w) for r in right_scores for w in wrong_scores)
+    return wins / (len(right_scores) * len(wrong_scores))
+
+
+def rows(evaluations: Iterable[tuple[str, dict]]) -> list[Row]:
+    """A row per (set, protocol, engine) over every case saved for it."""
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for set_name, data in evaluations:
+        for case in data["cases"]:
+            groups[(set_name, str(data.get("protocol") or "realistic"), case["engine"])].append(case)
+    out = []
+    for (set_name, protocol, engine), cases in groups.items():
+        ranks = [_rank(c) for c in cases]
+        right = [r == 1 for r in ranks]
+        likely = [ok for c, ok in zip(cases, right, strict=True) if c.get("likely")]
+        audited = [(c["audit"]["trust"], ok) for c, ok in zip(cases, right, strict=True) if c.get("audit")]
+        out.append(Row(
+            set_name, protocol, engine, len(cases), sum(right) / len(cases),
+            sum(r is not None and r <= 3 for r in ranks) / len(cases),
+            sum(bool(c["ranking"]) and c["ranking"][0]["fault_type"] == c["truth"]["fault_type"]
+                for c in cases) / len(cases),
+            expected_calibration_error([float(c["probability"]) for c in cases], right),
+            len(likely) / len(cases), sum(likely) / len(likely) if likely else None,
+            _auroc([t for t, ok in audited if not ok], [t for t, ok in audited if ok]),
+            statistics.median(float(c["seconds"]) for c in cases),
+        ))  # fmt: skip
+    return sorted(out, key=lambda r: (r.set, _protocol_order(r.protocol), r.engine))
+
+
+def _rank(case: dict) -> int | None:
+    names = [c["service"] for c in case["ranking"]]
+    truth = case["truth"]["service"]
+    return names.index(truth) + 1 if truth in names and not case.get("error") else None
+
+
+def _protocol_order(protocol: str) -> tuple[int, str]:
+    return (0 if protocol == "realistic" else 1, protocol)
+
+
+def _f(v: float | None) -> str:
+    return "–" if v is None else f"{v:.3f}"
+
+
+def render(table: Sequence[Row], *, commands: Sequence[str] = ()) -> str:
+    """The page's table: a line per (set, protocol); the product engine's figures, then the
+    baselines' first place."""
+    by_key: dict[tuple[str, str], dict[str, Row]] = defaultdict(dict)
+    for r in table:
+        by_key[(r.set, r.protocol)][r.engine] = r
+    baselines = [b for b in BASELINES if any(b in engines for engines in by_key.values())]
+    head = ["set", "protocol", "cases", "AC@1", "AC@3", "fault type", "ECE", "said Likely", "Likely right",
+            "audit AUROC", "s/case", *(f"{b} AC@1" for b in baselines)]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (set_name, protocol), engines in by_key.items():
+        p = engines.get(PRODUCT_ENGINE)
+        if p is None:
+            continue
+        cells = [set_name, protocol, str(p.cases), _f(p.ac1), _f(p.ac3), _f(p.fault_type), _f(p.ece),
+                 f"{p.likely:.0%}", _f(p.likely_right), _f(p.auroc), f"{p.seconds:.2f}",
+                 *(_f(engines[b].ac1) if b in engines else "–" for b in baselines)]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    if commands:
+        lines += ["", "Made by:", "", "```sh", *commands, "```"]
+    return "\n".join(lines)
+
+
+def plot(table: Sequence[Row]) -> bytes:
+    """AC@1 per (set, protocol), one bar per engine, as SVG."""
+    keys = sorted({(r.set, r.protocol) for r in table}, key=lambda k: (k[0], _protocol_order(k[1])))
+    engines = [e for e in (PRODUCT_ENGINE, *BASELINES) if any(r.engine == e for r in table)]
+    value = {(r.set, r.protocol, r.engine): r.ac1 for r in table}
+    fig = Figure(figsize=(max(6.0, 0.55 * len(keys) + 2), 4.2), dpi=100)
+    FigureCanvasSVG(fig)
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(engines))
+    for i, engine in enumerate(engines):
+        xs = [k + (i - (len(engines) - 1) / 2) * width for k in range(len(keys))]
+        ax.bar(xs, [value.get((*key, engine), 0.0) for key in keys], width, label=engine)
+    ax.set_xticks(range(len(keys)), [f"{s}\n{p}" for s, p in keys], rotation=60, ha="right", fontsize=7)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("AC@1")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue().encode()
+
+
+PAGE_HEAD = """# Results: where rcabot stands, in one page
+
+Generated by `make results` (`rcabot report results --out docs/results.md --plot docs/results.svg`)
+from the per-case answers `scripts/results.sh` saved under `results/<set>/`: every figure below is
+computed from those files, none typed in. Offline, deterministic reasoner, this project's
+2-core machine. The method is in [evaluation.md](evaluation.md); experiments that did and did
+not land are in [notes/](notes/); the history is in [CHANGELOG.md](../CHANGELOG.md).
+
+Columns: AC@1 and AC@3 = the labelled service first / in the first three; fault type = the first
+place's type is the labelled one; ECE = expected calibration error of the verdict's probability;
+said Likely = share of verdicts headed "Likely", Likely right = how often those were right;
+audit AUROC = the audit's trust ranks right first places above wrong ones (runs with
+`--audit`); s/case = median seconds. The last columns are the baselines' AC@1 on the same
+windows.
+"""
+
+
+def page(table: Sequence[Row], *, plot_name: str | None = None) -> str:
+    """The whole results page."""
+    sets = sorted({r.set for r in table})
+    body = [PAGE_HEAD, f"Sets: {', '.join(sets)}.", "", render(table)]
+    if plot_name:
+        body += ["", f"![AC@1 per set and protocol]({plot_name})"]
+    return "\n".join(body) + "\n"
