@@ -83,7 +83,7 @@ class Standing:
     """Where a verdict's trust (rca.star.audit.Audit.trust) stands among the bot's earlier
     verdicts. The audit orders verdicts well by how likely they are wrong, but no principle
     sets a trust value below which one is: so the bot flags the quarter of its verdicts it
-    trusts least (docs/benchmarks.md: right about half the time, the rest about nine in ten),
+    trusts least (docs/notes/10-does-the-audit-say-when-the-answer-is-wrong.md: right about half the time, the rest about nine in ten),
     once it has given enough verdicts to tell a quarter."""
 
     above: int  # earlier verdicts the audit trusted more

@@ -32,7 +32,7 @@ LIKELY_ACCURACY = 0.95  # "likely" is said where first places were right this of
 _RIDGE = 1e-2  # a whisper of shrinkage, so a feature that separates perfectly stays finite
 # How far, a priori, a system's log-odds of a right first place lie from the shipped model's:
 # a unit normal, one logit (odds times e) being the size by which the development sets' own
-# shifts differ (docs/benchmarks.md); marks move it further only as they add up.
+# shifts differ (docs/notes/03-third-round-of-2026-12-03-issue-41-a-probability-that-learns.md); marks move it further only as they add up.
 OFFSET_PRIOR_VARIANCE = 1.0
 PRIOR_SPREAD = math.sqrt(OFFSET_PRIOR_VARIANCE)
 # Gauss-Hermite nodes and weights for the average over a normal shift (probabilists' form).

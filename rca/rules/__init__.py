@@ -4,7 +4,7 @@ it is worth.
 
 A rule reads a `Board` (per-service values, fault types, and what the evidence says about
 time and calls) and returns adjusted values; `rca.hypotheses.score_hypotheses` applies them
-in a fixed order. Their effect per dataset is in docs/benchmarks.md.
+in a fixed order. Their effect per dataset is in docs/notes/09-the-scoring-rules-each-switched-off.md.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ anomaly that goes on when the window closes; else the window's close itself (the
 about now). An anomaly over before then, begun well after the symptom's began, or already
 under way before the data began, is another incident's: the window a user asks about holds
 the start of the incident they ask about. (Setting aside only what was under way when the
-symptom's own onset is seen was measured and cost PetShop: docs/benchmarks.md.)
+symptom's own onset is seen was measured and cost PetShop: docs/notes/05-this-round-2026-12-03-issue-40-protocols-on-call-meets-and-w.md.)
 """
 
 from __future__ import annotations
