@@ -32,8 +32,8 @@ from urllib.parse import quote
 import aiohttp
 
 from bench.slack_ack import SECRET
-from bot.backfill import free_port
 from bot.telemetry import ReplayTelemetry, embedded_data
+from lab.processes import free_port
 from tests.bot.slack_standin import SlackStandIn, command_body, serve_process, sign, wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent

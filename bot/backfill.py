@@ -12,17 +12,14 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-import shutil
-import socket
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
 
+from lab.processes import binaries, free_port, stop_process, wait_ready
 from rca.model import IncidentCase, Series, Window
 from rca.sources.prometheus import escape_value
 from rca.sources.protocols import MetricQuery
@@ -76,11 +73,6 @@ async def export_case(case: IncidentCase, out: Path, *, lookback: float = 3600.0
 CONFIG = "global:\n  scrape_interval: 1h\nscrape_configs: []\n"
 
 
-def binaries() -> tuple[str, str] | None:
-    prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
-    return (prometheus, promtool) if prometheus and promtool else None
-
-
 @contextmanager
 def backfilled(case: IncidentCase, workdir: Path, *, config: str = "",
                flags: Sequence[str] = ()) -> Iterator[tuple[str, Path]]:  # fmt: skip
@@ -107,33 +99,3 @@ def backfilled(case: IncidentCase, workdir: Path, *, config: str = "",
     finally:
         stop_process(proc)
         log.close()
-
-
-def stop_process(proc: subprocess.Popen[bytes], *, grace: float = 20.0) -> None:
-    """SIGTERM, then SIGKILL if it is still there after `grace` seconds."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"prometheus exited: {log.read_text()[-800:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError(f"prometheus not ready within 60 s: {log.read_text()[-800:]}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bot.backfill import free_port, stop_process
+from lab.processes import free_port, stop_process
 
 RULES = """\
 groups:

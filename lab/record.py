@@ -37,8 +37,8 @@ from pathlib import Path
 
 import aiohttp
 
-from bot.backfill import binaries, free_port, wait_ready
 from lab.faults import PlannedFault, schedule
+from lab.processes import binaries, free_port, wait_ready
 from lab.shop import Shop, draw_shop
 from rca.model import Sources, Window
 from rca.sources.jaeger import read_otlp

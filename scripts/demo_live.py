@@ -8,8 +8,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bot.backfill import backfilled, binaries
+from bot.backfill import backfilled
 from bot.telemetry import embedded_data
+from lab.processes import binaries
 from rca.model import to_iso
 from rca.sources.datasets import find_cases
 

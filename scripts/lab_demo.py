@@ -21,13 +21,13 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bot.backfill import binaries, free_port
 from bot.console import Console
 from bot.desk import Desk
 from bot.telemetry import LiveConfig, LiveTelemetry
 from handlers.alerts import Notification, alertmanager_webhook
 from lab.alerting import alertmanager, alertmanager_binary, alertmanager_config, prometheus_alerting
 from lab.faults import FAMILIES, PlannedFault, can_suffer
+from lab.processes import binaries, free_port
 from lab.record import inject, load, mapping_file, running
 from lab.shop import draw_shop
 from storage.investigations import Store

@@ -40,8 +40,8 @@ def shared_datasets() -> Path:
 
 def monitoring(*, alertmanager: bool = False) -> None:
     """Skip without Debian's prometheus (and alertmanager), except under CI, where it fails."""
-    from bot.backfill import binaries
     from lab.alerting import alertmanager_binary
+    from lab.processes import binaries
 
     if binaries() is None or (alertmanager and alertmanager_binary() is None):
         what = "prometheus and prometheus-alertmanager" if alertmanager else "prometheus"

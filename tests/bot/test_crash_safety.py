@@ -14,8 +14,8 @@ from pathlib import Path
 
 import aiohttp
 
-from bot.backfill import free_port
 from handlers.ids import REPAIR, RESUME
+from lab.processes import free_port
 from tests.bot.slack_standin import (
     SlackStandIn,
     action_body,

@@ -9,8 +9,8 @@ import json
 import signal
 from pathlib import Path
 
-from bot.backfill import free_port
 from handlers.ids import REPAIR
+from lab.processes import free_port
 from tests.bot.slack_standin import TEAM, SlackStandIn, serve_process, wait_until_up
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from bot.app import build_bot, start_http
-from bot.backfill import free_port
 from bot.config import Settings
 from bot.telemetry import LiveConfig
 from lab.alerting import alertmanager, alertmanager_config, prometheus_alerting
 from lab.faults import PlannedFault
+from lab.processes import free_port
 from lab.record import Running, inject, load, mapping_file, running
 from lab.shop import draw_shop
 from tests.bot.slack_standin import SlackStandIn

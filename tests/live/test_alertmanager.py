@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from bot.backfill import backfilled, free_port
+from bot.backfill import backfilled
 from lab.alerting import alertmanager as running_alertmanager
 from lab.alerting import alertmanager_config
+from lab.processes import free_port
 from tests.bot.alertmanager_payloads import rfc3339
 from tests.bot.test_slack_app import running
 from tests.conftest import monitoring

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.backfill import backfilled, binaries
+from bot.backfill import backfilled
 from bot.telemetry import LiveConfig, telemetry_from
+from lab.processes import binaries
 from rca.engines import build_engine
 from rca.model import Window
 from rca.sources.datasets import find_cases
