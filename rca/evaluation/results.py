@@ -11,7 +11,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,8 @@ from matplotlib.figure import Figure
 
 from rca.calibration import expected_calibration_error
 from rca.errors import InputError
+from rca.evaluation.metrics import AuditOutcome, Outcome, auroc, summarise
+from rca.model import FaultType
 
 PRODUCT_ENGINE = "lats"  # the engine the bot runs: its trust columns are the verdict's
 BASELINES = ("linear-multi", "baro")  # shown beside it, first place only
@@ -68,14 +69,6 @@ def saved(root: Path) -> list[tuple[str, dict]]:
     return [(f.parent.name, read(f)) for f in files]
 
 
-def _auroc(wrong_scores: Sequence[float], right_scores: Sequence[float]) -> float | None:
-    """How often a right first place's trust exceeds a wrong one's (ties count half)."""
-    if not wrong_scores or not right_scores:
-        return None
-    wins = sum((r > w) + 0.5 * (r == w) for r in right_scores for w in wrong_scores)
-    return wins / (len(right_scores) * len(wrong_scores))
-
-
 def rows(evaluations: Iterable[tuple[str, dict]]) -> list[Row]:
     """A row per (set, protocol, engine) over every case saved for it."""
     groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
@@ -84,27 +77,31 @@ def rows(evaluations: Iterable[tuple[str, dict]]) -> list[Row]:
             groups[(set_name, str(data.get("protocol") or "realistic"), case["engine"])].append(case)
     out = []
     for (set_name, protocol, engine), cases in groups.items():
-        ranks = [_rank(c) for c in cases]
-        right = [r == 1 for r in ranks]
+        outcomes = [_outcome(c) for c in cases]
+        summary = summarise(set_name, engine, outcomes)
+        right = [o.right for o in outcomes]
         likely = [ok for c, ok in zip(cases, right, strict=True) if c.get("likely")]
-        audited = [(c["audit"]["trust"], ok) for c, ok in zip(cases, right, strict=True) if c.get("audit")]
         out.append(Row(
-            set_name, protocol, engine, len(cases), sum(right) / len(cases),
-            sum(r is not None and r <= 3 for r in ranks) / len(cases),
-            sum(bool(c["ranking"]) and c["ranking"][0]["fault_type"] == c["truth"]["fault_type"]
-                for c in cases) / len(cases),
+            set_name, protocol, engine, summary.cases, summary.ac1, summary.ac3, summary.fault_acc,
             expected_calibration_error([float(c["probability"]) for c in cases], right),
             len(likely) / len(cases), sum(likely) / len(likely) if likely else None,
-            _auroc([t for t, ok in audited if not ok], [t for t, ok in audited if ok]),
-            statistics.median(float(c["seconds"]) for c in cases),
+            auroc(outcomes), summary.median_seconds,
         ))  # fmt: skip
     return sorted(out, key=lambda r: (r.set, _protocol_order(r.protocol), r.engine))
 
 
-def _rank(case: dict) -> int | None:
-    names = [c["service"] for c in case["ranking"]]
-    truth = case["truth"]["service"]
-    return names.index(truth) + 1 if truth in names and not case.get("error") else None
+def _outcome(case: dict) -> Outcome:
+    """A saved case as the evaluation's own Outcome, so that every figure is computed one way."""
+    ranking = case["ranking"]
+    audit = case.get("audit")
+    return Outcome(
+        case["engine"], case["dataset"], case["case_id"], case["truth"]["service"],
+        FaultType(case["truth"]["fault_type"]), tuple(c["service"] for c in ranking),
+        FaultType(ranking[0]["fault_type"]) if ranking else FaultType.UNKNOWN, float(case["seconds"]),
+        case.get("error"),
+        AuditOutcome(float(audit["trust"]), str(audit.get("route", "")), audit.get("weakest_stage"))
+        if audit else None,
+    )  # fmt: skip
 
 
 def _protocol_order(protocol: str) -> tuple[int, str]:
