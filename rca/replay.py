@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rca.errors import InputError
+from rca.errors import DataError, InputError
 from rca.model import CaseId, Incident, Window
 from rca.sources.protocols import WindowedTopology
 
+log = logging.getLogger(__name__)
+
 
 async def known_entities(incident: Incident) -> tuple[str, ...]:
-    """Every entity the incident's sources know: topology nodes and metric entities."""
+    """Every entity the incident's sources know: topology nodes and metric entities (a call
+    graph that cannot be read names none)."""
     names: set[str] = set()
     if incident.sources.topology is not None:
-        names.update(str(n) for n in (await incident.sources.topology.topology()).nodes)
+        try:
+            names.update(str(n) for n in (await incident.sources.topology.topology()).nodes)
+        except DataError as exc:
+            log.warning("the call graph could not be read for names: %s", exc)
     if incident.sources.metrics is not None:
         names.update(await incident.sources.metrics.entities())
     return tuple(sorted(names))

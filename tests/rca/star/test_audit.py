@@ -10,8 +10,10 @@ import pytest
 
 from bot.cli import main
 from rca.engines import build_engine
+from rca.errors import MalformedFile
 from rca.evidence import EvidenceId
 from rca.model import FaultType, Modality, Window
+from rca.replay import known_entities
 from rca.sources.datasets import find_cases
 from rca.star.audit import Route, StarConfig, audit, route
 from rca.star.context import audit_context
@@ -345,3 +347,22 @@ def test_an_audit_read_back_from_its_json_is_the_same_audit(real: tuple[Trace, A
         assert back.trust == done.trust and back.blamed == done.blamed
     with pytest.raises(KeyError):  # one stored before audits kept every criterion: audited again
         Audit.from_json({"score": 0.9, "route": "accept", "blamed_stage": None})
+
+
+class _UnreadableGraph:
+    """A call graph whose file exists but cannot be parsed, as an empty trace file of a
+    partial copy."""
+
+    async def topology(self) -> nx.DiGraph:
+        raise MalformedFile("trace/03_51_trace.csv", "file is empty")
+
+
+def test_an_unreadable_call_graph_leaves_the_audit_an_empty_graph_not_an_error() -> None:
+    from tests.conftest import NEZHA_SLICE
+
+    (case,) = find_cases(NEZHA_SLICE)
+    incident = replace(case.incident, sources=replace(case.incident.sources, topology=_UnreadableGraph()))
+    ctx = asyncio.run(audit_context(incident))
+    assert ctx.graph.number_of_nodes() == 0
+    assert ctx.leads  # the modalities that could be read still name their leads
+    assert asyncio.run(known_entities(incident))  # the metrics still name the services
