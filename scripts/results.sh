@@ -13,7 +13,7 @@ declare -A SETS=([trainticket]=../shared/datasets/nezha-trainticket [petshop]=..
 [ -n "${OB:-}" ] && SETS[${OB_SET:-onlineboutique}]=$OB
 [ -n "${LAB:-}" ] && SETS[${LAB_SET:-lab-fresh}]=$LAB
 declare -A RUNS=(
-  [realistic]=""
+  [realistic]="--audit"
   [cropped]="--protocol cropped"
   [late]="--protocol late"
   [resampled-5s]="--resample 5s"

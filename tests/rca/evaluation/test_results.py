@@ -72,3 +72,12 @@ def test_what_is_not_an_evaluation_is_refused(tmp_path: Path) -> None:
     (tmp_path / "set" / "x.json").write_text(json.dumps({"version": 3, "cases": []}))
     with pytest.raises(InputError, match="older than"):
         saved(tmp_path)
+
+
+def test_the_same_table_draws_the_same_bytes(tmp_path: Path) -> None:
+    """Re-making the page from unchanged results leaves the plot's file unchanged (no new
+    internal ids), so a commit shows only what moved."""
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "realistic.json").write_text(json.dumps(to_json(_results(4), protocol="realistic")))
+    table = rows(saved(tmp_path))
+    assert plot(table) == plot(table)
