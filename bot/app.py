@@ -29,7 +29,7 @@ from bot.alerts import Alerts, load_routes
 from bot.config import Settings, require_slack
 from bot.desk import Desk
 from bot.front import SlackFront
-from bot.jobs import JobQueue
+from bot.queue import JobQueue
 from bot.runbooks import load_runbooks
 from bot.telemetry import Telemetry, telemetry_from
 from handlers import actions, commands, events

@@ -346,7 +346,7 @@ def _duration_range(text: str, flag: str) -> tuple[float, float]:
 
 
 async def _worker() -> int:
-    from bot.jobs import serve_worker  # the queue's client: only for `worker`
+    from bot.worker import serve_worker  # the queue's client: only for `worker`
 
     settings = read_settings()
     os.nice(settings.worker_nice)  # investigations are batch work: a replica's acks on this machine come first

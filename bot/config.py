@@ -52,7 +52,7 @@ class Settings:
     alert_basic: str = ""  # "user:password" for HTTP basic auth; neither: no alert webhook
     alert_routes: Path | None = None  # YAML: label matchers -> channel and service label
     alert_threads_per_minute: int = 10  # new investigation threads alerts may open per channel a minute
-    queue: str = field(default="", repr=False)  # a redis:// URL: investigations run as jobs (bot.jobs)
+    queue: str = field(default="", repr=False)  # a redis:// URL: investigations run as jobs (bot.queue, bot.worker)
     job_timeout: float | None = None  # seconds one attempt may take (default: time_budget + 60)
     relay_lease: float = 30.0  # seconds a replica holds a queued investigation's thread between renewals x3
     worker_nice: int = 10  # `rcabot worker` yields the CPU to a bot replica on the same machine (acks first)

@@ -12,8 +12,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bot import render
-from bot.desk import AlreadyRunning, Desk
+from bot.desk import Desk
 from bot.terminal import render_event, render_verdict
+from bot.verdicts import AlreadyRunning
 from handlers.requests import USAGE, Kind, parse_rca_command
 from rca.errors import InputError, RcaError
 from rca.explain import HELP, ChartRequest
@@ -59,17 +60,17 @@ class Console:
         if verb == "repair":
             await self._repair()
         elif verb == "verify":
-            self.write(render.as_text(render.verification(await self.desk.verify(self.current))[1]))
+            self.write(render.as_text(render.verification(await self.desk.followups.verify(self.current))[1]))
         elif verb == "correct":
-            await self.desk.feedback(self.current, user=USER, correct=True)
+            await self.desk.followups.feedback(self.current, user=USER, correct=True)
             self.write("Marked correct.")
         elif verb == "wrong":
-            await self.desk.feedback(self.current, user=USER, correct=False, true_cause=rest.strip())
+            await self.desk.followups.feedback(self.current, user=USER, correct=False, true_cause=rest.strip())
             self.write("Marked wrong" + (f"; true cause {rest.strip()}." if rest.strip() else "."))
         elif verb in ("help", "?"):
             self.write(HELP.replace("*", "").replace("•", "-"))
         else:
-            reply, chart = await self.desk.ask(self.current, line, user=USER)
+            reply, chart = await self.desk.followups.ask(self.current, line, user=USER)
             self.write(reply.text.replace("*", ""))
             if chart is not None:
                 self.write(f"chart saved to {self._save(chart.png, reply.chart)}")
@@ -103,8 +104,8 @@ class Console:
                     self.write(shown)
             self.current = run.id
             self.write("")
-            self.write(render_verdict(await self.desk.verdict(run.id)))
-            chart = await self.desk.chart(run.id)
+            self.write(render_verdict(await self.desk.casebook.verdict(run.id)))
+            chart = await self.desk.followups.chart(run.id)
             if chart is not None:
                 self.write(f"chart of {chart.title} saved to {self._save(chart.png, None)}")
             self.write(MORE)
@@ -116,7 +117,7 @@ class Console:
             self.write(f"  round {s.round} {s.route}: {s.stage} <- {s.patch}  S {s.before:.2f} -> {s.after:.2f}"
                        + ("" if s.committed else " (not kept)"))  # fmt: skip
 
-        before, after, result = await self.desk.repair(self.current, progress=shown)
+        before, after, result = await self.desk.followups.repair(self.current, progress=shown)
         self.write(render.as_text(render.repair(before, result)[1]))  # the words Slack shows
         self.write(render_verdict(after))
 

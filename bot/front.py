@@ -17,10 +17,11 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import render, scheduler
-from bot.desk import ALERTMANAGER, AlreadyRunning, Chart, Desk, Run, Verdict
+from bot.desk import Desk
 from bot.narration import Narrator
 from bot.runbooks import NONE, Runbook, Runbooks, asked_fields
 from bot.stream import ThreadStream
+from bot.verdicts import ALERTMANAGER, AlreadyRunning, Chart, Run, Verdict
 from handlers.front import Respond, reply
 from handlers.requests import USAGE, RcaCommand
 from rca.errors import InputError, RcaError
@@ -265,7 +266,7 @@ class SlackFront:
             return
         await stream.close()
         try:
-            if not finished or not await self.desk.take_posting(run.id):  # another replica holds the thread now
+            if not finished or not await self.desk.relay.take_posting(run.id):  # another replica holds the thread now
                 return
             await self._post_verdict(run, ts, parent_ts or ts)
         except Exception as exc:
@@ -288,10 +289,10 @@ class SlackFront:
         await self._update_parent(run, parent_ts, f"❌ failed: {what[:200]}")
 
     async def _post_verdict(self, run: Run, ts: str, parent_ts: str) -> None:
-        verdict, incident = await self.desk.verdict_and_incident(run.id)  # one lookup and audit for both
+        verdict, incident = await self.desk.casebook.verdict_and_incident(run.id)  # one lookup and audit for both
         text, blocks = render.verdict(verdict, runbook=self._runbook(verdict), tz=await self.zone(run.user))
         await self._post(run.channel, ts, text, blocks)
-        await self._chart(run.channel, ts, await self.desk.chart_for(verdict, incident),
+        await self._chart(run.channel, ts, await self.desk.followups.chart_for(verdict, incident),
                           "The root cause's most anomalous signal")  # fmt: skip
         status = (f"✅ done — {render.plain(render.headline(verdict))} · STAR S {verdict.audit.score:.2f}"
                   if verdict.trace.decision.ranking else "✅ done — no root cause found")  # fmt: skip
@@ -302,10 +303,10 @@ class SlackFront:
         """With a job queue: take over the threads of investigations whose replica stopped
         renewing its lease, checked every half lease."""
         while True:
-            await asyncio.sleep(self.desk.relay_lease / 2)
+            await asyncio.sleep(self.desk.relay.lease / 2)
             try:
-                for row in await self.desk.orphans():
-                    if row.id in {r.id for r in self.desk.running()} or not await self.desk.claim_relay(row.id):
+                for row in await self.desk.relay.orphans():
+                    if row.id in {r.id for r in self.desk.running()} or not await self.desk.relay.claim(row.id):
                         continue
                     task = asyncio.create_task(self._adopt(row))
                     self._alert_runs.add(task)
@@ -316,7 +317,7 @@ class SlackFront:
     async def _adopt(self, row: InvestigationRow) -> None:
         run = await self.desk.adopt(row)
         if row.status == "done":  # its verdict was stored, not posted
-            if await self.desk.take_posting(run.id):
+            if await self.desk.relay.take_posting(run.id):
                 await self._post_verdict(run, row.thread_ts, row.parent_ts or row.thread_ts)
             self.desk.release(run.id)
             return
@@ -346,7 +347,7 @@ class SlackFront:
                 f"S {s.before:.2f} → {s.after:.2f} ({mark})")))  # fmt: skip
 
         try:
-            before, after, result = await self.desk.repair(investigation, progress=shown)
+            before, after, result = await self.desk.followups.repair(investigation, progress=shown)
         except Exception as exc:  # the edge of the button: the thread is told and the stream closed
             what, todo = failure(exc)
             if not isinstance(exc, RcaError | StorageError):
@@ -391,7 +392,7 @@ class SlackFront:
         if row is None:
             return
         try:
-            run = await self.desk.verify(investigation)
+            run = await self.desk.followups.verify(investigation)
         except RcaError as exc:
             await self._post(channel, row.thread_ts, f"Verification failed: {exc}",
                              [render.section(f"❌ Verification failed: {render.plain(str(exc))[:500]}")])  # fmt: skip
@@ -407,7 +408,7 @@ class SlackFront:
             candidates = [r["service"] for r in (row.trace or {}).get("decision_report", {}).get("ranking", [])]
             await self._call(self.client.views_open(trigger_id=trigger_id, view=render.feedback_view(investigation, candidates)))
             return
-        await self.desk.feedback(investigation, user=user, correct=True)
+        await self.desk.followups.feedback(investigation, user=user, correct=True)
         await self._post(channel, row.thread_ts, "marked correct", [render.context(f"✓ <@{user}> marked this verdict correct")])
         await self._call(self.client.chat_postEphemeral(channel=channel, user=user, text=render.feedback_thanks(True, "")))
 
@@ -416,7 +417,7 @@ class SlackFront:
         if row is None:
             return "This investigation is no longer known."
         try:
-            await self.desk.feedback(investigation, user=user, correct=False, true_cause=true_cause, note=note)
+            await self.desk.followups.feedback(investigation, user=user, correct=False, true_cause=true_cause, note=note)
         except InputError as exc:
             return str(exc)
         return None
@@ -458,7 +459,7 @@ class SlackFront:
             await self._post(channel, thread_ts, said[:300], [render.section(said)])
             return
         try:
-            reply, chart = await self.desk.ask(row.id, text, user=user)
+            reply, chart = await self.desk.followups.ask(row.id, text, user=user)
         except RcaError as exc:
             await self._post(channel, thread_ts, str(exc), [render.section(render.plain(str(exc)))])
             return

@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.desk import Run, Standing, Summary, Verdict
 from bot.runbooks import Runbook
+from bot.verdicts import Run, Standing, Summary, Verdict
 from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, RESUME, VERIFY, WRONG
 from rca.decision import either
 from rca.explain import cited_evidence, readable

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
+from bot.runbooks import Runbook
+from bot.verdicts import Verdict
 from rca.model import Diagnosis, Incident, to_iso
 from rca.search.events import (
     ActionTaken,
@@ -17,10 +19,6 @@ from rca.search.events import (
 )
 from rca.star.audit import Audit
 from rca.star.verify import VerificationRun
-
-if TYPE_CHECKING:
-    from bot.desk import Verdict
-    from bot.runbooks import Runbook
 
 
 def render_event(event: Event) -> str | None:

@@ -38,7 +38,7 @@ MIGRATIONS = (
         "create index if not exists idx_feedback_investigation on feedback (investigation)",
     )),
     # which bot replica narrates a queued investigation into its thread, until when, how far it
-    # got in the run's progress stream, and whether the verdict was posted (bot.jobs)
+    # got in the run's progress stream, and whether the verdict was posted (bot.relay)
     Migration(2, (
         "alter table investigations add column relay_owner {text}",
         "alter table investigations add column relay_until {float}",

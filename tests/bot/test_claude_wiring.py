@@ -82,7 +82,7 @@ def test_follow_up_answered_by_claude_from_the_trace(
         async for _ in desk.investigate(run):
             pass
         before = len(messages_api.requests)
-        reply, _ = await desk.ask(run.id, "why is the order service not the cause?", user="U1")
+        reply, _ = await desk.followups.ask(run.id, "why is the order service not the cause?", user="U1")
         assert len(messages_api.requests) == before + 1
         asked = messages_api.requests[-1]
         assert asked["tool_choice"]["name"] == "answer_question"

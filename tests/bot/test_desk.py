@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 from bot.console import Console
-from bot.desk import AlreadyRunning, Desk
+from bot.desk import Desk
 from bot.telemetry import ReplayTelemetry
+from bot.verdicts import AlreadyRunning
 from rca.errors import InputError
 from rca.search.events import Finished
 from rca.timestamps import parse_timestamp
@@ -48,7 +49,7 @@ def test_bad_requests_start_nothing(tmp_path: Path, nezha_slice: Path) -> None:
             await desk.open("Front end{}", "10m", channel="C1", user="U1")
         assert desk.store.between(0, 1e12) == []
         with pytest.raises(InputError, match="no investigation"):
-            await desk.verdict("inv-nope")
+            await desk.casebook.verdict("inv-nope")
         desk.close()
 
     asyncio.run(scenario())
@@ -89,12 +90,12 @@ def test_a_verdict_read_back_after_a_restart_keeps_its_stored_audit_and_scans_no
         desk = desk_on(tmp_path, nezha_slice)
         run = await desk.open("Frontend", "10m", channel="C1", user="U1")
         [e async for e in desk.investigate(run)]
-        before = await desk.verdict(run.id)
+        before = await desk.casebook.verdict(run.id)
         desk.close()
         restarted = desk_on(tmp_path, nezha_slice)  # another process over the same database
-        after = await restarted.verdict(run.id)
+        after = await restarted.casebook.verdict(run.id)
         assert after.audit == before.audit and after.trace == before.trace
-        assert restarted._contexts == {}  # the audit was read back, not computed from a new scan
+        assert restarted.casebook._contexts == {}  # the audit was read back, not computed from a new scan
         restarted.close()
 
     asyncio.run(scenario())
@@ -112,18 +113,18 @@ def test_marked_verdicts_teach_the_next_verdicts_probability_and_the_verdict_say
             run = await desk.open("Frontend", "10m", channel=channel, user="U1")
             [e async for e in desk.investigate(run)]
             ids.append(run.id)
-        first = await desk.verdict(ids[0])
+        first = await desk.casebook.verdict(ids[0])
         as_shipped = shipped().probability(features([c for _, _, c, _ in first.trace.decision.ranking],
                                                     sum(first.trace.evidence_package.modalities.values())))
         assert first.calibrated.marks == 0 and first.probability == pytest.approx(as_shipped)
-        await desk.feedback(ids[0], user="U1", correct=False)
-        await desk.feedback(ids[1], user="U2", correct=False)
-        taught = await desk.verdict(ids[2])
+        await desk.followups.feedback(ids[0], user="U1", correct=False)
+        await desk.followups.feedback(ids[1], user="U2", correct=False)
+        taught = await desk.casebook.verdict(ids[2])
         assert taught.calibrated.marks == 2  # the two before it, whatever their channel
         assert taught.probability < first.probability  # same evidence, marked wrong twice: less sure
         _, blocks = render.verdict(taught)
         assert "learnt from 2 earlier verdicts" in str(blocks)
-        again = await desk.verdict(ids[0])
+        again = await desk.casebook.verdict(ids[0])
         assert again.calibrated.marks == 0  # its own mark, and later ones, teach it nothing
         desk.close()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import QUEUE, events_key
+from bot.queue import QUEUE, events_key
 from handlers.ids import REPAIR
 from rca.search.actions import AgentKind
 from rca.search.events import (

@@ -9,8 +9,8 @@ import networkx as nx
 import pytest
 
 from bot import render
-from bot.desk import Verdict
 from bot.runbooks import load_runbooks
+from bot.verdicts import Verdict
 from handlers.ids import REPAIR, VERIFY
 from rca.errors import InputError
 from rca.model import Window
@@ -85,7 +85,7 @@ def test_a_bad_runbook_file_is_refused_by_name(tmp_path: Path, text: str) -> Non
 
 
 def test_a_verdict_trusted_less_than_most_says_it_may_be_wrong_and_names_its_weakest_check() -> None:
-    from bot.desk import Standing
+    from bot.verdicts import Standing
 
     trace = demo_trace()
     a = audit(trace, AuditContext(nx.DiGraph()))
@@ -108,7 +108,7 @@ def test_a_verdict_trusted_less_than_most_says_it_may_be_wrong_and_names_its_wea
 
 @pytest.mark.parametrize("scale", [1.0, 0.01, 100.0])
 def test_standing_depends_on_order_alone(scale: float) -> None:
-    from bot.desk import Standing
+    from bot.verdicts import Standing
 
     earlier = [i / 40 for i in range(40)]
     s = Standing.among(0.21 * scale, [t * scale for t in earlier])
@@ -132,7 +132,7 @@ def test_a_fault_type_its_evidence_does_not_show_is_named_in_the_verdict_with_th
 def test_a_delay_read_only_from_metrics_is_named_in_the_doubt_line() -> None:
     """Blamed for a network delay on its latency percentiles alone (no timed call), the verdict
     carries half the support, and the warning names the check and the modality it lacked."""
-    from bot.desk import Standing
+    from bot.verdicts import Standing
     from rca.model import FaultType, Modality
 
     trace = demo_trace()
