@@ -10,6 +10,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -329,9 +330,22 @@ async def _lab(args: argparse.Namespace) -> int:
     spacing, duration = _duration_range(args.spacing, "--spacing"), _duration_range(args.duration, "--duration")
     started = time.monotonic()
     print(f"recording shops {', '.join(map(str, seeds))} into {args.out} ({args.faults} faults each)", file=sys.stderr)
-    done = await asyncio.to_thread(record, seeds, args.out, faults=args.faults, warmup=parse_duration(args.warmup),
-                                   tail=parse_duration(args.tail), rate=args.rate, spacing=spacing, duration=duration, parallel=args.parallel,
-                                   progress=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+    stop = threading.Event()  # SIGINT or SIGTERM: every shop's processes stopped, none left behind
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        done = await asyncio.to_thread(record, seeds, args.out, faults=args.faults, warmup=parse_duration(args.warmup),
+                                       tail=parse_duration(args.tail), rate=args.rate, spacing=spacing, duration=duration,
+                                       parallel=args.parallel, stop=stop,
+                                       progress=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    if stop.is_set():
+        print(f"stopped by a signal: {len(done)} of {len(seeds)} shops recorded, the others' processes stopped",
+              file=sys.stderr)  # fmt: skip
+        return 130
     print(f"recorded {len(done)} of {len(seeds)} shops in {time.monotonic() - started:.0f} s; "
           f"evaluate: rcabot eval {args.out} --engine lats,baro,linear-multi")  # fmt: skip
     return 0 if len(done) == len(seeds) else 1

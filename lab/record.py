@@ -205,21 +205,49 @@ async def inject(lab: Running, fault: PlannedFault) -> None:
             raise RuntimeError(f"{fault.service} refused fault {fault.family}: {await r.text()}")
 
 
+class Interrupted(RuntimeError):
+    """The recording was asked to stop (SIGINT or SIGTERM) before its shop was done."""
+
+
+async def _until(moment: float, stop: threading.Event | None) -> None:
+    """Sleep until `moment`, or raise Interrupted as soon as `stop` is set."""
+    while True:
+        if stop is not None and stop.is_set():
+            raise Interrupted("stopped by a signal before the shop was done")
+        left = moment - time.time()
+        if left <= 0:
+            return
+        await asyncio.sleep(min(left, 0.5))
+
+
 async def drive(lab: Running, faults: tuple[PlannedFault, ...], *, warmup: float, tail: float, rate: float,
-                progress: Progress) -> tuple[list[dict[str, str]], Window, dict[str, int]]:  # fmt: skip
+                progress: Progress, stop: threading.Event | None = None
+                ) -> tuple[list[dict[str, str]], Window, dict[str, int]]:  # fmt: skip
     """Load all along; each fault at its time. Returns the labels, the recorded span and the
-    load's answers by status."""
+    load's answers by status; Interrupted once `stop` is set."""
     began = time.time()
     first = began + warmup
     end = first + max(f.offset + f.seconds for f in faults) + tail
     answers: dict[str, int] = {}
     loader = asyncio.create_task(load(lab, end, rate=rate, seed=lab.shop.seed, counts=answers))
+    try:
+        labels = await _faults(lab, faults, first, answers, progress, stop)
+        await _until(end, stop)
+    except BaseException:
+        loader.cancel()
+        raise
+    counts = await loader
+    return labels, Window(began, time.time()), counts
+
+
+async def _faults(lab: Running, faults: tuple[PlannedFault, ...], first: float, answers: dict[str, int],
+                  progress: Progress, stop: threading.Event | None) -> list[dict[str, str]]:  # fmt: skip
+    """Each fault injected at its time and journalled as its label."""
     labels: list[dict[str, str]] = []
     journal = lab.workdir / "faults.jsonl"
     for i, fault in enumerate(faults):
-        await asyncio.sleep(max(0.0, first + fault.offset - time.time()))
+        await _until(first + fault.offset, stop)
         if i == 0 and answers.get("200", 0) < HEALTHY_SHARE * max(1, sum(answers.values())):
-            loader.cancel()
             raise RuntimeError(f"lab-{lab.shop.seed} was not healthy before its first fault (the entry answered "
                                f"{answers}); no incident is labelled on a broken shop")  # fmt: skip
         at = time.time()
@@ -232,8 +260,7 @@ async def drive(lab: Running, faults: tuple[PlannedFault, ...], *, warmup: float
             f.write(json.dumps(label) + "\n")
         progress(f"lab-{lab.shop.seed}: fault {i + 1}/{len(faults)} {fault.family} on {fault.service} "
                  f"for {fault.seconds:.0f} s")  # fmt: skip
-    counts = await loader
-    return labels, Window(began, time.time()), counts
+    return labels
 
 
 async def save(lab: Running, span: Window, labels: list[dict[str, str]], out: Path) -> list[Path]:
@@ -252,8 +279,10 @@ async def save(lab: Running, span: Window, labels: list[dict[str, str]], out: Pa
 
 
 def record_shop(shop: Shop, plan: tuple[PlannedFault, ...], out: Path, *, warmup: float, tail: float, rate: float,
-                progress: Progress = print) -> Path:  # fmt: skip
-    """One shop's recording under out/lab-<seed>; the raw run stays in out/.runs/lab-<seed> only on failure."""
+                progress: Progress = print, stop: threading.Event | None = None) -> Path:  # fmt: skip
+    """One shop's recording under out/lab-<seed>; the raw run stays in out/.runs/lab-<seed> only on failure.
+    Once `stop` is set, its processes are stopped and Interrupted raised (a save under way
+    is finished first: nothing recorded is lost)."""
     seed = shop.seed
     target = out / f"lab-{seed}"
     if target.exists():
@@ -263,7 +292,8 @@ def record_shop(shop: Shop, plan: tuple[PlannedFault, ...], out: Path, *, warmup
     with running(shop, workdir) as lab:
         progress(f"lab-{seed}: {len(shop.services)} services up, entry {shop.entry}; "
                  f"{len(plan)} faults after {warmup:.0f} s of normal load")  # fmt: skip
-        labels, span, counts = asyncio.run(drive(lab, plan, warmup=warmup, tail=tail, rate=rate, progress=progress))
+        labels, span, counts = asyncio.run(drive(lab, plan, warmup=warmup, tail=tail, rate=rate, progress=progress,
+                                                 stop=stop))  # fmt: skip
         time.sleep(2 * SCRAPE_SECONDS)  # the last scrape lands
         staging = out / ".runs" / f"lab-{seed}.saving"
         shutil.rmtree(staging, ignore_errors=True)
@@ -281,18 +311,21 @@ def record_shop(shop: Shop, plan: tuple[PlannedFault, ...], out: Path, *, warmup
 def record(seeds: list[int], out: Path, *, faults: int = 8, warmup: float = 360.0, tail: float = 240.0,
            rate: float = 10.0, spacing: tuple[float, float] = (240.0, 420.0),
            duration: tuple[float, float] = (120.0, 240.0), parallel: int = 3,
-           progress: Progress = print) -> list[Path]:  # fmt: skip
+           progress: Progress = print, stop: threading.Event | None = None) -> list[Path]:  # fmt: skip
     """Several shops, `parallel` at a time (each its own processes and Prometheus); a shop
-    that fails is reported and the others go on."""
+    that fails is reported and the others go on. Once `stop` is set, every running shop is
+    stopped and no other begins."""
     from concurrent.futures import ThreadPoolExecutor
 
     out.mkdir(parents=True, exist_ok=True)
 
     def one(seed: int) -> Path | None:
+        if stop is not None and stop.is_set():
+            return None
         try:
             shop = draw_shop(seed)
             plan = schedule(shop, faults, spacing=spacing, duration=duration)
-            return record_shop(shop, plan, out, warmup=warmup, tail=tail, rate=rate, progress=progress)
+            return record_shop(shop, plan, out, warmup=warmup, tail=tail, rate=rate, progress=progress, stop=stop)
         except (RuntimeError, OSError, ValueError) as exc:
             progress(f"lab-{seed}: failed: {exc}")
             return None

@@ -79,3 +79,37 @@ def test_ports_are_free_again_after_the_run(prometheus: None, tmp_path: Path) ->
     with pytest.raises(RuntimeError, match="save failed"), running(shop, tmp_path / "failed"):
         raise RuntimeError("save failed")
     assert (tmp_path / "failed" / "tsdb").is_dir()  # a failed run keeps its metrics to write out again
+
+
+def test_a_recording_stopped_by_sigterm_leaves_no_process_behind(prometheus: None, tmp_path: Path) -> None:
+    """`rcabot lab record` told to stop (SIGTERM, as a service manager or CI does; SIGINT is the
+    same) stops every shop's services and Prometheus, says so, and exits 130: its processes
+    run in sessions of their own, so nothing else would stop them."""
+    import os
+    import signal
+    import sys
+    import time
+
+    cmd = [sys.executable, "-m", "bot.cli", "lab", "record", "--out", str(tmp_path), "--seeds", "7", "--faults", "1",
+           "--warmup", "10m", "--parallel", "1"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 120
+    lines = []
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        lines.append(line)
+        if "services up" in line or not line:
+            break
+    assert any("services up" in line for line in lines), lines
+    def of_this_run() -> list[str]:  # its services and its Prometheus (whose files lie under tmp_path)
+        out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+        return [line for line in out.splitlines() if str(tmp_path / ".runs") in line]
+
+    assert any("lab.service" in p for p in of_this_run()) and any("prometheus" in p for p in of_this_run())
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130, rest
+    assert "stopped by a signal" in rest
+    assert of_this_run() == []
+    assert os.path.isdir(tmp_path / ".runs" / "lab-7")  # the raw run is kept, as on any failure
