@@ -5,7 +5,9 @@ fault's start (the `late` protocol) often holds the next fault's start too: it t
 two incidents, and the label names only the earlier one. This counts, per dataset, the cases
 whose window (as the protocol places it) reaches the next labelled fault's start, from the
 labels alone (no engine runs), and, given an `rcabot eval --json` result of that protocol,
-how many of each kind lats got right.
+how many of each kind lats got right, how many of its wrong first places name the service of
+another labelled fault that began inside the window (an incident the window does hold), and
+the same for the verdicts it would call "likely".
 
 usage: python -m bench.overlap PATH [PATH ...] [--protocol late] [--results EVAL.json ...]
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -25,18 +28,26 @@ from rca.sources.datasets import find_cases
 
 async def reaching(cases: list[IncidentCase], protocol: str) -> dict[str, bool]:
     """Per case id: whether its window reaches the start of the next fault of its dataset."""
+    return {i: reach for i, (reach, _) in (await held(cases, protocol)).items()}
+
+
+async def held(cases: list[IncidentCase], protocol: str) -> dict[str, tuple[bool, frozenset[str]]]:
+    """Per case id: whether its window reaches the start of the next fault of its dataset, and
+    the services of the other labelled faults that began inside it."""
     placing = parse_protocol(protocol)
-    starts: dict[str, list[float]] = defaultdict(list)
+    starts: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
     for c in cases:
         if c.label.start is not None:
-            starts[c.incident.dataset].append(c.label.start)
+            starts[c.incident.dataset].append((c.label.start, c.label.service, str(c.id)))
     out = {}
     for c in cases:
         if c.label.start is None:
             continue
         window = (await placing.place(c)).window
-        later = [s for s in starts[c.incident.dataset] if s > c.label.start]
-        out[str(c.id)] = bool(later) and min(later) < window.end
+        faults = starts[c.incident.dataset]
+        later = [s for s, _, _ in faults if s > c.label.start]
+        inside = frozenset(svc for s, svc, i in faults if i != str(c.id) and window.start <= s <= window.end)
+        out[str(c.id)] = (bool(later) and min(later) < window.end, inside)
     return out
 
 
@@ -53,14 +64,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     cases = [c for path in args.paths for c in find_cases(path)]
-    reach = asyncio.run(reaching(cases, args.protocol))
+    holding = asyncio.run(held(cases, args.protocol))
+    reach = {i: r for i, (r, _) in holding.items()}
     right: dict[str, bool] = {}
+    other: dict[str, bool] = {}  # a wrong first place naming a fault begun in the window
+    likely: dict[str, bool] = {}
     for path in args.results:
-        for r in json.loads(path.read_text())["cases"]:
-            if r["engine"] == "lats":
-                right[r["case_id"]] = (
-                    bool(r["ranking"]) and r["ranking"][0]["service"] == r["truth"]["service"]
-                )
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        for r in json.loads(raw)["cases"]:
+            if r["engine"] == "lats" and r["case_id"] in holding:
+                first = r["ranking"][0]["service"] if r["ranking"] else None
+                right[r["case_id"]] = first == r["truth"]["service"]
+                other[r["case_id"]] = not right[r["case_id"]] and first in holding[r["case_id"]][1]
+                likely[r["case_id"]] = bool(r.get("likely"))
     by_set: dict[str, list[str]] = defaultdict(list)
     for c in cases:
         if str(c.id) in reach:
@@ -79,6 +95,14 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{dataset:<22} {len(ids):>5} {len(hit):>10} {rights(hit):>11} {len(clean):>5} {rights(clean):>11}"
         )
+    if right:
+        print(f"\n{'dataset':<22} {'wrong':>5} {'naming a fault begun inside':>28} {'likely':>6} {'right':>5} "
+              f"{'wrong naming one':>16}")  # fmt: skip
+        for dataset, ids in sorted(by_set.items()):
+            wrong = [i for i in ids if i in right and not right[i]]
+            said = [i for i in ids if likely.get(i)]
+            print(f"{dataset:<22} {len(wrong):>5} {sum(other[i] for i in wrong):>28} {len(said):>6} "
+                  f"{sum(right[i] for i in said):>5} {sum(other[i] for i in said):>16}")  # fmt: skip
     return 0
 
 
