@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, earliest_onsets
-from rca.evidence.toolbox import Toolbox, ToolResult
+from rca.evidence.reading import ToolResult
+from rca.evidence.toolbox import Toolbox
 from rca.hypotheses import Hypothesis, score_hypotheses
 from rca.model import Window
 from rca.reasoners import Reasoner

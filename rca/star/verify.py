@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rca.evidence.toolbox import Toolbox, ToolResult
+from rca.evidence.reading import ToolResult
+from rca.evidence.toolbox import Toolbox
 from rca.hypotheses import Hypothesis, HypothesisId
 from rca.trace import Trace, VerificationTest
 

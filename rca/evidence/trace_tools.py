@@ -1,0 +1,153 @@
+"""The spans tool of a toolbox: a service's own-time shift and the network-gap shifts of the
+calls into and out of it, timed once from the window's spans and the normal stretches'; and
+how much of the gap shift around a service is its own."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rca.evidence import Evidence, EvidenceKind
+from rca.evidence.reading import Reader, ToolResult, memoised
+from rca.evidence.traces import NO_GAPS, GapShare, LatencyShift, latency_shifts, timings
+from rca.model import Incident, Modality, Span, SpanTable
+from rca.signals import Signal
+from rca.sources.protocols import SpanQuery
+
+TRACE_MIN_Z = 3.0
+
+_Index = tuple[dict[str, LatencyShift], dict[str, LatencyShift]]
+
+
+def _index(ref: Sequence[Span], now: Sequence[Span]) -> _Index:
+    """Own-time and network-gap shifts, by service and by call edge."""
+    (o0, g0), (o1, g1) = timings(ref), timings(now)
+    return {s.subject: s for s in latency_shifts(o0, o1)}, {s.subject: s for s in latency_shifts(g0, g1)}
+
+
+class _LastIndex:
+    """The last trace index computed, kept with the source objects and windows it came from:
+    the audit that follows an investigation of the same incident reads the same spans, and
+    recomputing their timings would double the trace work. One entry, so nothing piles up in
+    a long-running bot; the sources are held, so an identity is never reused while kept."""
+
+    def __init__(self) -> None:
+        self._entry: tuple[tuple[object, ...], _Index] | None = None
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[object, ...], compute: Callable[[], _Index], *, keep: bool = True) -> _Index:
+        with self._lock:
+            entry = self._entry
+        if entry is not None and entry[0] == key:  # sources by identity, windows by value
+            return entry[1]
+        value = compute()
+        if keep:
+            with self._lock:
+                self._entry = (key, value)
+        return value
+
+
+_LAST_TRACE_INDEX = _LastIndex()
+
+
+class TraceTools(Reader):
+    def __init__(self, incident: Incident, **options: Any) -> None:
+        super().__init__(incident, **options)
+        self._own: dict[str, LatencyShift] | None = None
+        self._gaps: dict[str, LatencyShift] | None = None
+        self._traced: frozenset[str] | None = None  # the services the trace backend has spans of
+
+    async def _listed(self, tool: str, entity: str) -> bool:
+        """A spans read of a service the trace backend has no span of (Jaeger lists the
+        services it has) finds nothing and costs nothing."""
+        if tool == "spans" and self.incident.sources.traces is not None:
+            async with self._lock:
+                if self._traced is None:
+                    ref, now = await self._span_reads()
+                    self._traced = frozenset(SpanTable.of(ref).entity) | frozenset(SpanTable.of(now).entity)
+            return entity in self._traced
+        return await super()._listed(tool, entity)
+
+    async def _trace_index(self) -> tuple[dict[str, LatencyShift], dict[str, LatencyShift]]:
+        async with self._lock:
+            if self._own is None or self._gaps is None:
+                self._own, self._gaps = {}, {}
+                ref_spans, now_spans = await self._span_reads()
+                if now_spans or ref_spans:
+                    self._own, self._gaps = _LAST_TRACE_INDEX.get(self._trace_sources(), lambda: _index(ref_spans, now_spans),
+                                                                  keep="traces" not in self.failed)  # fmt: skip
+            return self._own, self._gaps
+
+    def _trace_sources(self) -> tuple[object, ...]:
+        """What the trace index is computed from: the sources and windows (not their spans)."""
+        normal = self.incident.normal_for(Modality.TRACES)
+        readers = tuple(p.traces for p in normal.parts() if p.traces is not None) if normal is not None else ()
+        return (self.incident.sources.traces, readers, normal.window if normal is not None else None, self.incident.window)
+
+    @memoised
+    async def spans(self, entity: str) -> ToolResult:
+        """The service's own-time shift and the network-gap shifts of calls into and out of it."""
+        query = SpanQuery(self.incident.window, (entity,)).describe()
+        if self.incident.sources.traces is None:
+            return ToolResult("spans", entity, query, (), "unavailable")
+        own, gaps = await self._trace_index()
+        if "traces" in self.failed:
+            return ToolResult("spans", entity, query, (), "unavailable")
+        items = []
+        mine_ = own.get(entity)
+        if mine_ is not None and mine_.score >= TRACE_MIN_Z:
+            items.append(self._span_evidence(entity, mine_, EvidenceKind.TRACE_SELF_TIME, query))
+        for subject, g in gaps.items():
+            caller, _, callee = subject.partition("->")
+            if entity in (caller, callee) and g.score >= TRACE_MIN_Z:
+                items.append(self._span_evidence(entity, g, EvidenceKind.TRACE_EDGE_LATENCY, query))
+        found = mine_ is not None or any(entity in s.split("->") for s in gaps)
+        return ToolResult("spans", entity, query, tuple(items), "ok" if found else "no_data")
+
+    def edge_share(self, entity: str) -> GapShare:
+        """How much of the network-gap shift around an entity is its own, in [0, 1], and which
+        of its callees the spans read so far timed its calls to.
+
+        A delay on a service's network slows every call into it, while the calls of its
+        callers to other services stay as they were: the share of its incoming calls whose
+        gap shifted. A caller whose own side is slow (a starved CPU) instead slows most of
+        its outgoing calls: those are blamed on it, not on each callee. 1 without traces.
+        """
+        gaps = self._gaps
+        if not gaps:
+            return NO_GAPS
+        edges = [(s.split("->", 1), g.score >= TRACE_MIN_Z) for s, g in gaps.items()]
+        timed = frozenset(callee for caller, callee in self._timed_calls() if caller == entity)
+        out_total: dict[str, int] = defaultdict(int)
+        out_shift: dict[str, int] = defaultdict(int)
+        for (caller, _), shifted in edges:
+            out_total[caller] += 1
+            out_shift[caller] += shifted
+        def caller_side(a: str) -> bool:
+            return out_shift[a] >= 2 and out_shift[a] >= 0.5 * out_total[a]
+        incoming = [(caller, shifted) for (caller, callee), shifted in edges if callee == entity]
+        own_in = sum(1 for caller, shifted in incoming if shifted and not caller_side(caller))
+        share_in = own_in / len(incoming) if incoming else 0.0
+        share_out = out_shift[entity] / out_total[entity] if caller_side(entity) else 0.0
+        return GapShare(share_in, share_out, timed)
+
+    def _timed_calls(self) -> list[tuple[str, str]]:
+        """(caller, callee) of every call whose timing a spans read of either end has shown."""
+        calls = [tuple(s.split("->", 1)) for s in self._gaps or ()]
+        return [(a, b) for a, b in calls if ("spans", a) in self._done or ("spans", b) in self._done]
+
+    def timed_callers(self) -> set[str]:
+        """The services some of whose calls the spans read so far have timed."""
+        return {caller for caller, _ in self._timed_calls()}
+
+    def _span_evidence(self, entity: str, s: LatencyShift, kind: EvidenceKind, query: str) -> Evidence:
+        what = "own time" if kind is EvidenceKind.TRACE_SELF_TIME else f"network gap {s.subject}"
+        return Evidence(
+            id=self._next_id(), modality=Modality.TRACES, kind=kind, entity=entity,
+            subject=s.subject, score=s.score, signal=Signal.LATENCY, query=query, onset=s.onset,
+            profile=s.profile, until=s.until, under_way=s.under_way,
+            detail=f"{what}: p50 {s.normal_p50 * 1e3:.1f} -> {s.now_p50 * 1e3:.1f} ms, "
+            f"p90 {s.normal_p90 * 1e3:.1f} -> {s.now_p90 * 1e3:.1f} ms over {s.count} spans",
+        )  # fmt: skip
