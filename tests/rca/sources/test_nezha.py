@@ -12,7 +12,8 @@ from rca.model import FaultType, Modality, Severity
 from rca.signals import Signal, signal_of
 from rca.sources.datasets import find_cases
 from rca.sources.files import service_of_pod
-from rca.sources.nezha import load_nezha, parse_log_line, read_logs, read_metrics, read_spans
+from rca.sources.nezha import load_nezha
+from rca.sources.nezha_files import parse_log_line, read_logs, read_metrics, read_spans
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 from rca.timestamps import parse_timestamp
 from rca.topology import is_kpi
