@@ -22,7 +22,7 @@ dataset, family and D: AC@1 of each engine (the planted service first), beside i
 where neither the planted service nor the real fault's is first (what distracted it), and the
 share of BARO's right answers that lats keeps.
 
-usage: python -m bench.stress PATH [PATH ...] [--engines lats,linear-multi,baro]
+usage: python -m bench.stress PATH [PATH ...] [--engines lats,linear-multi,baro,lats-no-rule:NAME]
                               [--shifts 10,100,1000] [--families resource] [--protocol realistic]
                               [--resample 5s] [--vocabulary otel] [--fleet 200] [--drift 0.2]
                               [--hide logs,traces] [--json OUT]
@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rca.engines import build_engine
+from rca.engines import Engine, build_engine
 from rca.evaluation.protocols import Placement, Protocol, parse_protocol
 from rca.model import Incident, IncidentCase, Modality, Series
 from rca.signals import Signal, bad_direction, is_host_metric, signal_of
@@ -196,12 +196,19 @@ class Outcome:
     rival_entity: str = ""
 
 
+def _build(name: str) -> Engine:
+    """An engine by name, or an ablated one as `rcabot eval --ablate` names it
+    (`lats-no-rule:dominance`: lats with that rule switched off)."""
+    base, _, ablation = name.partition("-no-")
+    return build_engine(base, ablation=ablation) if ablation else build_engine(name)
+
+
 async def run(cases: list[IncidentCase], engines: list[str], shifts: list[float], protocol: Protocol,
               families: list[str]) -> list[Outcome]:  # fmt: skip
     placing = replace(
         protocol, hide=frozenset(), step=None, vocabulary=None, fleet=0, drift=0.0
     )  # the placement alone
-    built = [build_engine(name) for name in engines]
+    built = [_build(name) for name in engines]
     out: list[Outcome] = []
     started = time.perf_counter()
     for i, case in enumerate(cases, start=1):
