@@ -13,9 +13,7 @@ import numpy as np
 from rca.errors import DataError
 from rca.evidence import Evidence, EvidenceKind
 from rca.evidence.logs import (
-    CutPath,
     TemplateShift,
-    cut_paths,
     dependency_errors,
     error_volume,
     line_counts,
@@ -24,6 +22,7 @@ from rca.evidence.logs import (
     normal_logs,
     template_shifts,
 )
+from rca.evidence.paths import CutPath, cut_paths
 from rca.evidence.reading import READ_TIMEOUT, Reader, ToolResult, memoised
 from rca.model import Incident, LineCounts, LogRecord, Modality
 from rca.signals import Signal

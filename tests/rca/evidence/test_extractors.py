@@ -8,7 +8,6 @@ import pytest
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.logs import (
-    cut_paths,
     dependency_errors,
     mine,
     new_miner,
@@ -16,6 +15,7 @@ from rca.evidence.logs import (
     template_shifts,
 )
 from rca.evidence.metrics import MAX_Z, metric_shifts, robust_z, shift_of
+from rca.evidence.paths import cut_paths
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import GapShare, timings
 from rca.hypotheses import ScoringConfig, score_hypotheses
