@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bot import render
+from bot import blockkit, replies
 from bot.desk import Desk
 from bot.terminal import render_event, render_verdict
 from bot.verdicts import AlreadyRunning
@@ -60,7 +60,7 @@ class Console:
         if verb == "repair":
             await self._repair()
         elif verb == "verify":
-            self.write(render.as_text(render.verification(await self.desk.followups.verify(self.current))[1]))
+            self.write(blockkit.as_text(replies.verification(await self.desk.followups.verify(self.current))[1]))
         elif verb == "correct":
             await self.desk.followups.feedback(self.current, user=USER, correct=True)
             self.write("Marked correct.")
@@ -118,7 +118,7 @@ class Console:
                        + ("" if s.committed else " (not kept)"))  # fmt: skip
 
         before, after, result = await self.desk.followups.repair(self.current, progress=shown)
-        self.write(render.as_text(render.repair(before, result)[1]))  # the words Slack shows
+        self.write(blockkit.as_text(replies.repair(before, result)[1]))  # the words Slack shows
         self.write(render_verdict(after))
 
     def _save(self, png: bytes, request: ChartRequest | None) -> Path:

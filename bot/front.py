@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import render, scheduler
+from bot import blockkit, render, replies, scheduler
 from bot.desk import Desk
 from bot.narration import Narrator
 from bot.runbooks import NONE, Runbook, Runbooks, asked_fields
@@ -45,7 +45,7 @@ def failure(exc: BaseException) -> tuple[str, str]:
         return ("storage unavailable, so the verdict could not be recorded",
                 "Run the command again once the database is back.")  # fmt: skip
     if isinstance(exc, RcaError | OSError | ValueError):
-        return (render.plain(str(exc))[:500] or type(exc).__name__,
+        return (blockkit.plain(str(exc))[:500] or type(exc).__name__,
                 "Check the window and the service name, or try again; `/rca help` shows the usage.")  # fmt: skip
     return (f"an internal error ({type(exc).__name__})",
             "It is in rcabot's log; try again, and report it if it repeats.")  # fmt: skip
@@ -110,7 +110,7 @@ class SlackFront:
         return users
 
     async def status_text(self, channel: str) -> str:
-        text = render.status(self.desk.running(channel), queued=self.desk.queued_ahead())
+        text = replies.status(self.desk.running(channel), queued=self.desk.queued_ahead())
         try:
             return text + await asyncio.to_thread(self._recorded_status, channel)
         except StorageError as exc:
@@ -122,7 +122,7 @@ class SlackFront:
         text = ""
         sub = self.schedule.subscription(channel) if self.schedule is not None else None
         if sub is not None:
-            text += f"\nDaily summary here: next at {render.clock(sub.next_run, sub.tz)}."
+            text += f"\nDaily summary here: next at {blockkit.clock(sub.next_run, sub.tz)}."
         unrouted = self.alerts.unrouted_since(self.clock() - DAY) if self.alerts is not None else 0
         if unrouted:
             text += (f"\n⚠️ {unrouted} Alertmanager notification(s) in the last day matched no route and "
@@ -138,7 +138,7 @@ class SlackFront:
             await reply(respond, await self._already(exc))
             return
         except InputError as exc:
-            await reply(respond, f"{render.plain(str(exc))}\n\n{USAGE}")
+            await reply(respond, f"{blockkit.plain(str(exc))}\n\n{USAGE}")
             return
         except StorageError as exc:
             log.error("storage unavailable, /rca %s not started: %s", command.service[:60], exc)
@@ -165,21 +165,21 @@ class SlackFront:
         seconds, the symptom having begun `began_ago` seconds ago. `links`: (label, URL) pairs
         from the alert (graph, runbook, silence). Returns the thread and the investigation (or
         "" when none ran: the alert names no known service, or one is already running here)."""
-        sev = f"[{render.plain(severity[:20])}] " if severity else ""
+        sev = f"[{blockkit.plain(severity[:20])}] " if severity else ""
         again = "again " if thread_ts else ""
-        head = f"🚨 Alert {again}{sev}: {render.plain(headline[:300])}" + (f" ({alerts} alerts)" if alerts > 1 else "")
+        head = f"🚨 Alert {again}{sev}: {blockkit.plain(headline[:300])}" + (f" ({alerts} alerts)" if alerts > 1 else "")
         shown = " · ".join(f"<{url}|{label}>" for label, url in links if url)
         try:
             posted = await self.client.chat_postMessage(channel=channel, text=head[:3000], thread_ts=thread_ts or None, blocks=[
-                render.section(f"*{head}*"), render.context(f"from Alertmanager · service label `{service_label}`: "
-                                                            f"`{render.plain(service[:200]) or 'none'}`"
+                blockkit.section(f"*{head}*"), blockkit.context(f"from Alertmanager · service label `{service_label}`: "
+                                                            f"`{blockkit.plain(service[:200]) or 'none'}`"
                                                             + (f" · {shown}" if shown else ""))])  # fmt: skip
         except SlackApiError as exc:
             log.warning("cannot post an alert into %s: %s", channel[:40], exc.response.get("error"))
             return "", ""
         ts = thread_ts or str(posted["ts"])
         if not service:
-            await self._post(channel, ts, "no service", [render.context(
+            await self._post(channel, ts, "no service", [blockkit.context(
                 f"The alert carries no `{service_label}` label, so there is no service to investigate.")])  # fmt: skip
             return ts, ""
         now = await self.desk.telemetry.now()
@@ -187,15 +187,15 @@ class SlackFront:
             run = await self.desk.open(service, f"{max(60, round(reach))}s", channel=channel, user=ALERTMANAGER,
                                        alert_time=now - began_ago)  # fmt: skip
         except AlreadyRunning as exc:
-            await self._post(channel, ts, "already running", [render.context(await self._already(exc))])
+            await self._post(channel, ts, "already running", [blockkit.context(await self._already(exc))])
             return ts, exc.run.id if exc.run is not None else ""
         except InputError as exc:
-            await self._post(channel, ts, "cannot investigate", [render.context(
-                f"Not investigated: {render.plain(str(exc))[:500]}")])  # fmt: skip
+            await self._post(channel, ts, "cannot investigate", [blockkit.context(
+                f"Not investigated: {blockkit.plain(str(exc))[:500]}")])  # fmt: skip
             return ts, ""
         except StorageError as exc:
             log.error("storage unavailable, alert on %s not investigated: %s", service[:60], exc)
-            await self._post(channel, ts, "storage unavailable", [render.context(STORAGE_DOWN)])
+            await self._post(channel, ts, "storage unavailable", [blockkit.context(STORAGE_DOWN)])
             return ts, ""
         await self.desk.set_thread(run.id, parent_ts=ts, thread_ts=ts)
         task = asyncio.create_task(self._run(run, ts, team="", live=False))  # no one to name as recipient
@@ -208,19 +208,19 @@ class SlackFront:
             await asyncio.gather(*list(self._alert_runs), return_exceptions=True)
 
     async def alert_note(self, channel: str, thread_ts: str, text: str) -> None:
-        await self._post(channel, thread_ts, text, [render.context(text)])
+        await self._post(channel, thread_ts, text, [blockkit.context(text)])
 
     async def alerts_folded(self, channel: str, *, ts: str, names: tuple[str, ...], per_minute: int) -> str:
         """The channel's one line for alerts beyond its threads a minute, naming them: posted,
         then updated."""
-        shown = ", ".join(render.plain(n[:80]) for n in names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        shown = ", ".join(blockkit.plain(n[:80]) for n in names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
         text = (f"🔕 {len(names)} more alert group(s) grouped here: {shown}. This channel opens at most {per_minute} "
                 "investigation threads a minute; `/rca <service>` investigates one by hand.")  # fmt: skip
         try:
             if ts:
-                await self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[render.context(text)])
+                await self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[blockkit.context(text)])
                 return ts
-            posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=[render.context(text)])
+            posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=[blockkit.context(text)])
             return str(posted["ts"])
         except SlackApiError as exc:
             log.warning("cannot tell %s of folded alerts: %s", channel[:40], exc.response.get("error"))
@@ -237,7 +237,7 @@ class SlackFront:
             except SlackApiError:
                 link = ""
         where = f"<{link}|its thread>" if link else "its thread"
-        return f"An investigation of `{render.plain(exc.run.service)}` is already running here: follow {where}."
+        return f"An investigation of `{blockkit.plain(exc.run.service)}` is already running here: follow {where}."
 
     async def _drain(self, run: Run) -> None:
         """Run an investigation nobody can watch to its end, so its record is complete."""
@@ -253,14 +253,14 @@ class SlackFront:
             await stream.add("↪ The bot replica narrating this investigation stopped; this one goes on from where it was.")
         else:
             queued = self.desk.queued_ahead()
-            await stream.add(f"Reading telemetry of *{render.plain(run.service)}* and its neighbours"
+            await stream.add(f"Reading telemetry of *{blockkit.plain(run.service)}* and its neighbours"
                              + (f" (queued behind {queued} investigation(s))" if queued else "") + "…")  # fmt: skip
         finished = False
         try:
             async for event in self.desk.investigate(run, resume=resume):
                 finished = finished or isinstance(event, Finished)
                 for line in narrator.lines(event):
-                    await stream.add(render.plain(line))
+                    await stream.add(blockkit.plain(line))
         except Exception as exc:  # the edge of the run: whatever broke, the thread is told and closed
             await self._failed(run, stream, ts, parent_ts or ts, exc)
             return
@@ -285,7 +285,7 @@ class SlackFront:
         if stream is not None:
             await stream.close(text)
         else:
-            await self._post(run.channel, thread_ts, text, [render.section(text)])
+            await self._post(run.channel, thread_ts, text, [blockkit.section(text)])
         await self._update_parent(run, parent_ts, f"❌ failed: {what[:200]}")
 
     async def _post_verdict(self, run: Run, ts: str, parent_ts: str) -> None:
@@ -294,7 +294,7 @@ class SlackFront:
         await self._post(run.channel, ts, text, blocks)
         await self._chart(run.channel, ts, await self.desk.followups.chart_for(verdict, incident),
                           "The root cause's most anomalous signal")  # fmt: skip
-        status = (f"✅ done — {render.plain(render.headline(verdict))} · STAR S {verdict.audit.score:.2f}"
+        status = (f"✅ done — {blockkit.plain(render.headline(verdict))} · STAR S {verdict.audit.score:.2f}"
                   if verdict.trace.decision.ranking else "✅ done — no root cause found")  # fmt: skip
         await self._update_parent(run, parent_ts, status)
 
@@ -357,12 +357,12 @@ class SlackFront:
             return
         await asyncio.gather(*pending)
         await stream.close()
-        if not any(s.committed for s in result.steps) and render.same_verdict(before.trace, after.trace):
+        if not any(s.committed for s in result.steps) and replies.same_verdict(before.trace, after.trace):
             said = (f"🛠 Repair changed nothing: the four stages were re-checked (S {result.before.score:.2f}) and "
                     "no patch improved them; the verdict above stands.")  # fmt: skip
-            await self._post(channel, row.thread_ts, said, [render.context(said)])
+            await self._post(channel, row.thread_ts, said, [blockkit.context(said)])
             return
-        text, blocks = render.repair(before, result)
+        text, blocks = replies.repair(before, result)
         await self._post(channel, row.thread_ts, text, blocks)
         text, blocks = render.verdict(after, repaired=True, runbook=self._runbook(after), tz=await self.zone(user))
         await self._post(channel, row.thread_ts, text, blocks)
@@ -374,7 +374,7 @@ class SlackFront:
         try:
             run = await self.desk.reopen(investigation, user=user)
         except InputError as exc:
-            await self._post(channel, row.thread_ts, str(exc), [render.section(f"Cannot resume: {render.plain(str(exc))}")])
+            await self._post(channel, row.thread_ts, str(exc), [blockkit.section(f"Cannot resume: {blockkit.plain(str(exc))}")])
             return
         await self.desk.set_thread(run.id, parent_ts=row.parent_ts, thread_ts=row.thread_ts)
         await self._run(run, row.thread_ts, team=team, parent_ts=row.parent_ts)
@@ -384,7 +384,7 @@ class SlackFront:
         for id in self.desk.store.recovered:
             row = await asyncio.to_thread(self.desk.store.investigation, id)
             if row is not None and row.thread_ts:
-                text, blocks = render.interrupted(id)
+                text, blocks = replies.interrupted(id)
                 await self._post(row.channel, row.thread_ts, text, blocks)
 
     async def verify(self, investigation: str, *, channel: str, user: str) -> None:
@@ -395,9 +395,9 @@ class SlackFront:
             run = await self.desk.followups.verify(investigation)
         except RcaError as exc:
             await self._post(channel, row.thread_ts, f"Verification failed: {exc}",
-                             [render.section(f"❌ Verification failed: {render.plain(str(exc))[:500]}")])  # fmt: skip
+                             [blockkit.section(f"❌ Verification failed: {blockkit.plain(str(exc))[:500]}")])  # fmt: skip
             return
-        text, blocks = render.verification(run)
+        text, blocks = replies.verification(run)
         await self._post(channel, row.thread_ts, text, blocks)
 
     async def mark(self, investigation: str, *, channel: str, user: str, correct: bool, trigger_id: str) -> None:
@@ -406,11 +406,11 @@ class SlackFront:
             return
         if not correct:
             candidates = [r["service"] for r in (row.trace or {}).get("decision_report", {}).get("ranking", [])]
-            await self._call(self.client.views_open(trigger_id=trigger_id, view=render.feedback_view(investigation, candidates)))
+            await self._call(self.client.views_open(trigger_id=trigger_id, view=replies.feedback_view(investigation, candidates)))
             return
         await self.desk.followups.feedback(investigation, user=user, correct=True)
-        await self._post(channel, row.thread_ts, "marked correct", [render.context(f"✓ <@{user}> marked this verdict correct")])
-        await self._call(self.client.chat_postEphemeral(channel=channel, user=user, text=render.feedback_thanks(True, "")))
+        await self._post(channel, row.thread_ts, "marked correct", [blockkit.context(f"✓ <@{user}> marked this verdict correct")])
+        await self._call(self.client.chat_postEphemeral(channel=channel, user=user, text=replies.feedback_thanks(True, "")))
 
     async def wrong_cause(self, investigation: str, *, user: str, true_cause: str, note: str) -> str | None:
         row = await asyncio.to_thread(self.desk.store.investigation, investigation)
@@ -426,16 +426,16 @@ class SlackFront:
         row = await asyncio.to_thread(self.desk.store.investigation, investigation)
         if row is None:
             return
-        cause = f"; true cause: *{render.plain(true_cause)}*" if true_cause else ""
+        cause = f"; true cause: *{blockkit.plain(true_cause)}*" if true_cause else ""
         await self._post(row.channel, row.thread_ts, "marked wrong",
-                         [render.context(f"✗ <@{user}> marked this verdict wrong{cause}")])  # fmt: skip
+                         [blockkit.context(f"✗ <@{user}> marked this verdict wrong{cause}")])  # fmt: skip
 
     # -- thread follow-ups -------------------------------------------------------------------
     async def follow_up(self, *, channel: str, thread_ts: str, user: str, text: str, addressed: bool) -> None:
         row = await self.desk.thread_investigation(channel, thread_ts)
         if row is None:
             if thread_ts and addressed:  # a mention outside an investigation thread: say what rcabot does
-                await self._post(channel, thread_ts, "how to use rcabot", [render.section(USAGE)])
+                await self._post(channel, thread_ts, "how to use rcabot", [blockkit.section(USAGE)])
             return
         if not addressed and not is_question(text):
             return  # engineers talking among themselves in the thread
@@ -444,11 +444,11 @@ class SlackFront:
             if asked == self.thread_questions:  # said once, then silence
                 await asyncio.to_thread(self.desk.store.add_question, row.id, user=user, question=text,
                                         answer="(the thread's question budget was spent)")  # fmt: skip
-                await self._post(channel, thread_ts, "question budget spent", [render.context(
+                await self._post(channel, thread_ts, "question budget spent", [blockkit.context(
                     f"This thread has had its {self.thread_questions} answers; start a new `/rca` for more.")])  # fmt: skip
             return
         if row.status == "running":
-            await self._post(channel, thread_ts, "still running", [render.context(
+            await self._post(channel, thread_ts, "still running", [blockkit.context(
                 "The investigation is still running; ask again once the verdict is posted.")])  # fmt: skip
             return
         if (fields := asked_fields(text)) and row.top_service:  # the team's own answer: no model needed
@@ -456,14 +456,14 @@ class SlackFront:
             service = named[0] if named else row.top_service
             said = render.runbook_answer(service, self.runbooks.of(service), fields)
             await asyncio.to_thread(self.desk.store.add_question, row.id, user=user, question=text, answer=said)
-            await self._post(channel, thread_ts, said[:300], [render.section(said)])
+            await self._post(channel, thread_ts, said[:300], [blockkit.section(said)])
             return
         try:
             reply, chart = await self.desk.followups.ask(row.id, text, user=user)
         except RcaError as exc:
-            await self._post(channel, thread_ts, str(exc), [render.section(render.plain(str(exc)))])
+            await self._post(channel, thread_ts, str(exc), [blockkit.section(blockkit.plain(str(exc)))])
             return
-        await self._post(channel, thread_ts, reply.text[:300], [render.section(render.plain_answer(reply.text))])
+        await self._post(channel, thread_ts, reply.text[:300], [blockkit.section(replies.plain_answer(reply.text))])
         await self._chart(channel, thread_ts, chart, reply.text)
 
     # -- the summary -------------------------------------------------------------------------
@@ -475,7 +475,7 @@ class SlackFront:
             sub = await asyncio.to_thread(self.schedule.subscription, channel) if self.schedule is not None else None
         except StorageError:
             sub = None
-        text, blocks = render.summary(await self.desk.summary(start=end - DAY, end=end, channel=channel),
+        text, blocks = replies.summary(await self.desk.summary(start=end - DAY, end=end, channel=channel),
                                       tz=sub.tz if sub is not None else "UTC")  # fmt: skip
         await self._call(self.client.chat_postMessage(channel=channel, text=text, blocks=blocks))
 
@@ -488,12 +488,12 @@ class SlackFront:
         try:
             cron = scheduler.daily(at, tz)
         except InputError as exc:
-            return render.plain(str(exc))
+            return blockkit.plain(str(exc))
         sub = await asyncio.to_thread(self.schedule.subscribe, channel, cron=cron, tz=tz, user=user,
                                       now=self.clock())  # fmt: skip
-        when = render.clock(sub.next_run, sub.tz)
+        when = blockkit.clock(sub.next_run, sub.tz)
         await self._call(self.client.chat_postMessage(channel=channel, text=f"daily RCA summary at {at} {tz}", blocks=[
-            render.context(f"<@{user}> asked for this channel's RCA summary every day at {at} {tz}; "
+            blockkit.context(f"<@{user}> asked for this channel's RCA summary every day at {at} {tz}; "
                            f"the first is {when}. `/rca summary off` stops it.")]))  # fmt: skip
         return f"Done: this channel's summary every day at {at} {tz}, first {when}."
 
@@ -524,7 +524,7 @@ class SlackFront:
             return
         await self._call(self.client.files_upload_v2(
             channel=channel, thread_ts=thread_ts, content=chart.png, filename="rcabot-chart.png",
-            title=chart.title, initial_comment=render.plain(comment[:200])))  # fmt: skip
+            title=chart.title, initial_comment=blockkit.plain(comment[:200])))  # fmt: skip
 
     @staticmethod
     async def _call(call: Awaitable[Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from bot import blockkit
 from bot.runbooks import Runbook
 from bot.verdicts import Verdict
 from rca.model import Diagnosis, Incident, to_iso
@@ -124,6 +125,6 @@ def render_verdict(v: Verdict, *, runbook: Runbook | None = None) -> str:
     from bot import render
 
     head = f"Verdict for {v.service} ({v.id}), window {to_iso(v.window.start)} .. {to_iso(v.window.end)}"
-    return head + "\n" + render.as_text(render.verdict(v, runbook=runbook)[1])
+    return head + "\n" + blockkit.as_text(render.verdict(v, runbook=runbook)[1])
 
 

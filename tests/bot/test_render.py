@@ -8,7 +8,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from bot import render
+from bot import blockkit, render, replies
 from bot.runbooks import load_runbooks
 from bot.verdicts import Verdict
 from handlers.ids import REPAIR, VERIFY
@@ -50,7 +50,7 @@ def test_verdict_stays_inside_slack_limits_and_escapes_telemetry() -> None:
 
 
 def _words(blocks: list[dict]) -> str:  # type: ignore[type-arg]
-    return render.as_text(blocks)
+    return blockkit.as_text(blocks)
 
 
 def test_the_verdict_fits_one_screen_names_the_blamed_service_first_and_says_what_next(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_a_fault_type_its_evidence_does_not_show_is_named_in_the_verdict_with_th
     retyped = neighbouring_fault_type(trace, ctx)
     assert retyped is not None
     a = audit(retyped, ctx)
-    payload = render.as_text(render.verdict(Verdict("inv-1", "Frontend", Window(0, 600), retyped, a))[1])
+    payload = blockkit.as_text(render.verdict(Verdict("inv-1", "Frontend", Window(0, 600), retyped, a))[1])
     assert a.route.value != "accept" and "type carried" in payload and "shows no sign of" in payload
     assert "Re-check reasoning" in payload
 
@@ -182,10 +182,10 @@ def test_run_checks_ends_with_a_conclusion_even_when_every_candidate_passes_its_
         return TestOutcome(VerificationTest(f"t{i}", h, "metrics", hyps[i].service, "q", "cpu", ((h, "anomalous"),), ""),
                            observed, 5.0, "")  # fmt: skip
 
-    both = render.conclusion(VerificationRun((check(0, "anomalous"), check(1, "anomalous")), hyps, hyps))
+    both = replies.conclusion(VerificationRun((check(0, "anomalous"), check(1, "anomalous")), hyps, hyps))
     assert "cannot tell" in both and "a or b" in both
-    one = render.conclusion(VerificationRun((check(0, "anomalous"), check(1, "normal")), hyps, hyps))
+    one = replies.conclusion(VerificationRun((check(0, "anomalous"), check(1, "normal")), hyps, hyps))
     assert one.startswith("the checks point to *a*") and "b did not" in one
-    none = render.conclusion(VerificationRun((check(0, "normal"), check(1, "normal")), hyps, hyps))
+    none = replies.conclusion(VerificationRun((check(0, "normal"), check(1, "normal")), hyps, hyps))
     assert "none of them is confirmed" in none
-    assert "no check could run" in render.conclusion(VerificationRun((), hyps, hyps))
+    assert "no check could run" in replies.conclusion(VerificationRun((), hyps, hyps))
