@@ -18,7 +18,6 @@ SECTION_MAX = 2800
 MAX_BLOCKS = 45
 
 
-
 def clip(text: str, n: int = SECTION_MAX) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import signal
 import sys
@@ -52,7 +51,6 @@ from rca.windows import parse_duration
 from storage.investigations import Store
 from storage.repair_memory import SqlRepairMemory
 
-log = logging.getLogger("rcabot")
 
 def reasoner_of(args: argparse.Namespace) -> Reasoner:
     settings = read_settings()

@@ -176,7 +176,6 @@ class Desk:
     def release(self, id: str) -> None:
         self._running.pop(id, None)
 
-
     async def adopt(self, row: InvestigationRow) -> Run:
         """A run for an investigation another replica was narrating, to go on with it here."""
         run = Run(row.id, row.service, Window(row.window_start, row.window_end), row.channel, row.user, row.created,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 
 from bot.commands import reasoner_of
@@ -40,7 +39,6 @@ from rca.model import BrokenCase
 from rca.rules import RULES
 from rca.sources.datasets import find_cases
 
-log = logging.getLogger("rcabot")
 
 async def do_eval(args: argparse.Namespace) -> int:
     reasoner = reasoner_of(args)

@@ -105,6 +105,7 @@ class Chart:
     png: bytes
     title: str
 
+
 @dataclass(frozen=True, slots=True)
 class Summary:
     start: float
@@ -123,6 +124,7 @@ class Summary:
         ids = [r.id for r in self.rows if r.user == ALERTMANAGER]
         judged = [self.feedback[i] for i in ids if i in self.feedback]
         return len(ids), len(judged), sum(judged)
+
 
 def decisive_signal(trace: Trace) -> ChartRequest | None:
     """The root cause's most anomalous metric, or the strongest metric on its causal chain."""

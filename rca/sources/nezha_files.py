@@ -44,6 +44,7 @@ _METRIC_META_COLUMNS = {"Time", "TimeStamp", "PodName", "ServiceName"}
 _EDGE_FILE = re.compile(r"^(source|destination)_(\d{1,2})$")
 _EDGE_METRIC = {"source": "ClientLatencyP{q}(s)", "destination": "ServerLatencyP{q}(s)"}
 
+
 def parse_log_line(raw: str) -> tuple[Severity, str, str, str]:
     """Severity, code location, trace id and message of one container log line."""
     text = raw
