@@ -31,7 +31,6 @@ class Casebook:
     def __init__(self, *, telemetry: Telemetry, store: Store, workers: int = 2) -> None:
         self.telemetry = telemetry
         self.store = store
-        self.workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rca-worker")
         self.slots = asyncio.Semaphore(workers)  # held by whatever runs on a worker
         self._incidents: dict[str, Incident] = {}  # recent investigations' incidents, by id
