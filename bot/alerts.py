@@ -24,16 +24,13 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
+from bot.front import SlackFront
 from handlers.alerts import Notification
 from rca.errors import InputError
 from storage.alerts import AlertStore
-
-if TYPE_CHECKING:
-    from bot.front import SlackFront
 
 log = logging.getLogger("rcabot.alerts")
 
