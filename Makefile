@@ -26,6 +26,7 @@ prometheus:
 
 test: $(STAMP) prometheus
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest
 

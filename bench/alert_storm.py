@@ -24,17 +24,31 @@ from tests.bot.test_alerts import CHANNEL, deliver, settings
 from tests.bot.test_slack_app import running
 from tests.conftest import NEZHA_SLICE
 
-SERVICES = ["ts-contacts-service", "ts-order-service", "ts-route-service", "ts-user-service", "ts-basic-service",
-            "ts-food-service", "ts-seat-service", "ts-travel-service", "ts-station-service", "ts-price-service"]  # fmt: skip
+SERVICES = [
+    "ts-contacts-service",
+    "ts-order-service",
+    "ts-route-service",
+    "ts-user-service",
+    "ts-basic-service",
+    "ts-food-service",
+    "ts-seat-service",
+    "ts-travel-service",
+    "ts-station-service",
+    "ts-price-service",
+]
 
 
 async def storm(tmp: Path) -> tuple[list[float], bool]:
     async with running(tmp, NEZHA_SLICE, settings_=settings(tmp)) as (bot, _slack, url):
         now = time.time()
-        bodies = [notification({"alertname": "Errors", "service": svc},
-                               [alert({"alertname": "Errors", "service": svc, "pod": f"p{j}"}, starts=now - 60)
-                                for j in range(i + 1)])
-                  for i in range(50) for svc in SERVICES]  # fmt: skip
+        bodies = [
+            notification(
+                {"alertname": "Errors", "service": svc},
+                [alert({"alertname": "Errors", "service": svc, "pod": f"p{j}"}, starts=now - 60) for j in range(i + 1)],
+            )
+            for i in range(50)
+            for svc in SERVICES
+        ]
 
         async def later(i: int, body: bytes) -> tuple[int, float]:
             await asyncio.sleep(i * 0.02)
@@ -55,8 +69,10 @@ def main() -> int:
             latencies, whole = asyncio.run(storm(Path(tmp)))
         latencies.sort()
         p99 = latencies[int(0.99 * (len(latencies) - 1))]
-        print(f"round {r}: {len(latencies)} answered, median {statistics.median(latencies) * 1000:.0f} ms, "
-              f"p99 {p99 * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms; every notification counted: {whole}")
+        print(
+            f"round {r}: {len(latencies)} answered, median {statistics.median(latencies) * 1000:.0f} ms, "
+            f"p99 {p99 * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms; every notification counted: {whole}"
+        )
     return 0
 
 

@@ -31,8 +31,9 @@ from rca.sources.datasets import find_cases
 UNLIMITED = 0  # on the command line and in the rows: no budget
 
 
-async def measure(paths: list[Path], engines: list[str], ablations: list[str], budgets: list[int],
-                  protocol: str) -> list[dict[str, object]]:  # fmt: skip
+async def measure(
+    paths: list[Path], engines: list[str], ablations: list[str], budgets: list[int], protocol: str
+) -> list[dict[str, object]]:
     cases = [c for p in paths for c in find_cases(p)]
     rows: list[dict[str, object]] = []
     for budget in budgets:
@@ -45,9 +46,16 @@ async def measure(paths: list[Path], engines: list[str], ablations: list[str], b
             for dataset in sorted({r.outcome.dataset for r in mine}) + ["all"]:
                 part = [r for r in mine if dataset in ("all", r.outcome.dataset)]
                 reads = [r.diagnosis.cost.reads for r in part]
-                rows.append({"engine": engine, "dataset": dataset, "budget": budget, "cases": len(part),
-                             "ac1": sum(r.outcome.right for r in part) / len(part),
-                             "median_reads": statistics.median(reads)})  # fmt: skip
+                rows.append(
+                    {
+                        "engine": engine,
+                        "dataset": dataset,
+                        "budget": budget,
+                        "cases": len(part),
+                        "ac1": sum(r.outcome.right for r in part) / len(part),
+                        "median_reads": statistics.median(reads),
+                    }
+                )
     return rows
 
 
@@ -74,8 +82,10 @@ def plot(rows: list[dict[str, object]], out: Path) -> None:
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), sharey=True)
     for ax, dataset in zip(axes if len(datasets) > 1 else [axes], datasets, strict=True):
         for engine in sorted({str(r["engine"]) for r in rows}):
-            mine = sorted((r for r in rows if r["engine"] == engine and r["dataset"] == dataset),
-                          key=lambda r: int(r["budget"]) or 64)  # type: ignore[call-overload]  # fmt: skip
+            mine = sorted(
+                (r for r in rows if r["engine"] == engine and r["dataset"] == dataset),
+                key=lambda r: int(r["budget"]) or 64,
+            )  # type: ignore[call-overload]
             xs = [int(r["budget"]) or 64 for r in mine]  # type: ignore[call-overload]
             ax.plot(xs, [float(r["ac1"]) for r in mine], marker="o", label=engine)  # type: ignore[arg-type]
         ax.set_xscale("log", base=2)
@@ -110,8 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.paths:
         p.error("give a folder of labelled cases (or --render)")
     budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
-    rows = asyncio.run(measure(args.paths, [e for e in args.engines.split(",") if e],
-                               [a for a in args.ablations.split(",") if a], budgets, args.protocol))  # fmt: skip
+    rows = asyncio.run(
+        measure(
+            args.paths,
+            [e for e in args.engines.split(",") if e],
+            [a for a in args.ablations.split(",") if a],
+            budgets,
+            args.protocol,
+        )
+    )
     print(table(rows))
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=1))

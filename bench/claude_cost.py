@@ -57,12 +57,18 @@ async def main(path: Path, match: str) -> int:
     total = [r[1] + r[2] + r[3] for r in rows]
     print(f"{len(rows)} investigations (scripted model; the engine, search and budget are the real ones)")
     print(f"calls per investigation:  mean {statistics.mean(calls):.1f}  max {max(calls)}   (bound 20; paper 53.1)")
-    print(f"tokens per investigation: mean {statistics.mean(total):,.0f}  max {max(total):,}   (bound 60,000; paper 156,000)")
-    print(f"  of which input {statistics.mean(r[1] for r in rows):,.0f}, cache reads {statistics.mean(r[2] for r in rows):,.0f}, "
-          f"output {statistics.mean(r[3] for r in rows):,.0f} (means)")  # fmt: skip
+    print(
+        f"tokens per investigation: mean {statistics.mean(total):,.0f}  max {max(total):,}   (bound 60,000; paper 156,000)"
+    )
+    print(
+        f"  of which input {statistics.mean(r[1] for r in rows):,.0f}, cache reads {statistics.mean(r[2] for r in rows):,.0f}, "
+        f"output {statistics.mean(r[3] for r in rows):,.0f} (means)"
+    )
     print("per phase (means per investigation; handoff summaries are written offline):")
     for p, spent in phases.items():
-        print(f"  {p:<11} calls {statistics.mean(c for c, _ in spent):5.1f}   tokens {statistics.mean(t for _, t in spent):8,.0f}")
+        print(
+            f"  {p:<11} calls {statistics.mean(c for c, _ in spent):5.1f}   tokens {statistics.mean(t for _, t in spent):8,.0f}"
+        )
     print(f"investigations reporting a spent model budget: {partial} of {len(rows)}")
     print(f"AC@1 with the scripted model: {sum(r[4] for r in rows) / len(rows):.3f}")
     return 0 if max(calls) <= 20 and max(total) <= 60_000 else 1

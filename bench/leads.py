@@ -21,8 +21,9 @@ from rca.evaluation.report import calibration_rows
 EDGES = (0.0, 0.01, 0.2, 0.4, 0.6, 0.8, 1.01)  # a tie (under 0.01), then fifths of the confidence
 
 
-def by_lead(evaluations: Sequence[dict], engine: str = "lats", *, late: bool = False
-            ) -> dict[str, list[tuple[int, int]]]:  # fmt: skip
+def by_lead(
+    evaluations: Sequence[dict], engine: str = "lats", *, late: bool = False
+) -> dict[str, list[tuple[int, int]]]:
     """Per dataset, per lead bin (EDGES): (first places, right ones)."""
     out: dict[str, list[tuple[int, int]]] = defaultdict(lambda: [(0, 0)] * (len(EDGES) - 1))
     for evaluation in evaluations:
@@ -41,8 +42,11 @@ def render(counts: dict[str, list[tuple[int, int]]]) -> str:
     lines = [head, "-" * len(head)]
     for b in range(len(EDGES) - 1):
         label = "a tie" if b == 0 else f"{EDGES[b]:.2f}-{min(EDGES[b + 1], 1.0):.2f}"
-        cells = "".join(f" {counts[s][b][0]:>20} " + (f"{counts[s][b][1] / counts[s][b][0]:>6.2f}" if counts[s][b][0]
-                                                       else f"{'-':>6}") for s in sets)  # fmt: skip
+        cells = "".join(
+            f" {counts[s][b][0]:>20} "
+            + (f"{counts[s][b][1] / counts[s][b][0]:>6.2f}" if counts[s][b][0] else f"{'-':>6}")
+            for s in sets
+        )
         lines.append(f"{label:<11}{cells}")
     return "\n".join(lines)
 

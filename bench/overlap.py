@@ -82,9 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         if str(c.id) in reach:
             by_set[c.incident.dataset].append(str(c.id))
     print(f"protocol: {args.protocol}")
-    print(
-        f"{'dataset':<22} {'cases':>5} {'reach next':>10} {'right there':>11} {'clean':>5} {'right there':>11}"
-    )
+    print(f"{'dataset':<22} {'cases':>5} {'reach next':>10} {'right there':>11} {'clean':>5} {'right there':>11}")
     for dataset, ids in sorted(by_set.items()):
         hit = [i for i in ids if reach[i]]
         clean = [i for i in ids if not reach[i]]
@@ -92,17 +90,19 @@ def main(argv: list[str] | None = None) -> int:
         def rights(group: list[str]) -> str:
             return f"{sum(right.get(i, False) for i in group)}" if right else "-"
 
-        print(
-            f"{dataset:<22} {len(ids):>5} {len(hit):>10} {rights(hit):>11} {len(clean):>5} {rights(clean):>11}"
-        )
+        print(f"{dataset:<22} {len(ids):>5} {len(hit):>10} {rights(hit):>11} {len(clean):>5} {rights(clean):>11}")
     if right:
-        print(f"\n{'dataset':<22} {'wrong':>5} {'naming a fault begun inside':>28} {'likely':>6} {'right':>5} "
-              f"{'wrong naming one':>16}")  # fmt: skip
+        print(
+            f"\n{'dataset':<22} {'wrong':>5} {'naming a fault begun inside':>28} {'likely':>6} {'right':>5} "
+            f"{'wrong naming one':>16}"
+        )
         for dataset, ids in sorted(by_set.items()):
             wrong = [i for i in ids if i in right and not right[i]]
             said = [i for i in ids if likely.get(i)]
-            print(f"{dataset:<22} {len(wrong):>5} {sum(other[i] for i in wrong):>28} {len(said):>6} "
-                  f"{sum(right[i] for i in said):>5} {sum(other[i] for i in said):>16}")  # fmt: skip
+            print(
+                f"{dataset:<22} {len(wrong):>5} {sum(other[i] for i in wrong):>28} {len(said):>6} "
+                f"{sum(right[i] for i in said):>5} {sum(other[i] for i in said):>16}"
+            )
     return 0
 
 

@@ -65,13 +65,30 @@ async def read(case: IncidentCase, protocol_name: str, hide: str) -> Read:
     toolbox = Toolbox(incident)
     evidence = await toolbox.survey()
     shares = {e: toolbox.edge_share(e) for e in {ev.entity for ev in evidence}}
-    return Read(incident.dataset, case.label, evidence, await toolbox.topology(), incident.window,
-                incident.symptom, toolbox.modalities(), shares, incident.alert_time)  # fmt: skip
+    return Read(
+        incident.dataset,
+        case.label,
+        evidence,
+        await toolbox.topology(),
+        incident.window,
+        incident.symptom,
+        toolbox.modalities(),
+        shares,
+        incident.alert_time,
+    )
 
 
 def top_is_right(r: Read, config: ScoringConfig) -> bool:
-    hyps = score_hypotheses(r.evidence, graph=r.graph, window=r.window, symptom=r.symptom, modalities=r.modalities,
-                            edge_share=lambda e: r.shares.get(e, NO_GAPS), config=config, alert_time=r.alert_time)  # fmt: skip
+    hyps = score_hypotheses(
+        r.evidence,
+        graph=r.graph,
+        window=r.window,
+        symptom=r.symptom,
+        modalities=r.modalities,
+        edge_share=lambda e: r.shares.get(e, NO_GAPS),
+        config=config,
+        alert_time=r.alert_time,
+    )
     return bool(hyps) and hyps[0].service == r.label.service
 
 
@@ -104,7 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     reads = []
     for i, case in enumerate(cases, start=1):
         reads.append(asyncio.run(read(case, args.protocol, args.hide)))
-        print(f"\rread {i}/{len(cases)} cases ({time.perf_counter() - started:.0f} s)", end="", file=sys.stderr, flush=True)
+        print(
+            f"\rread {i}/{len(cases)} cases ({time.perf_counter() - started:.0f} s)",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
     print(file=sys.stderr)
     base = ScoringConfig(off=off)
     shipped = accuracy(reads, base)
@@ -118,23 +140,46 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     head = f"{'dataset':<22} {'cases':>5} {'shipped':>8} {'median':>7} {'q25':>6} {'q75':>6} {'min':>6} {'max':>6}"
     without = f"; without {', '.join(sorted(off))}" if off else ""
-    print(f"protocol: {parse_protocol(args.protocol, args.hide).name}; {args.draws} draws, "
-          f"each constant x U(1 +- {args.spread}){without}")
+    print(
+        f"protocol: {parse_protocol(args.protocol, args.hide).name}; {args.draws} draws, "
+        f"each constant x U(1 +- {args.spread}){without}"
+    )
     print(head)
     print("-" * len(head))
     for dataset in sorted(shipped, key=lambda d: (d == "all", d)):
         values = sorted(d[dataset] for d in draws)
         q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
         n = sum(1 for r in reads if dataset in ("all", r.dataset))
-        row = {"dataset": dataset, "cases": n, "shipped": shipped[dataset], "median": statistics.median(values),
-               "q25": q[0], "q75": q[2], "min": values[0], "max": values[-1]}  # fmt: skip
+        row = {
+            "dataset": dataset,
+            "cases": n,
+            "shipped": shipped[dataset],
+            "median": statistics.median(values),
+            "q25": q[0],
+            "q75": q[2],
+            "min": values[0],
+            "max": values[-1],
+        }
         rows.append(row)
-        print(f"{dataset:<22} {n:>5} {row['shipped']:>8.3f} {row['median']:>7.3f} {row['q25']:>6.3f} {row['q75']:>6.3f} "
-              f"{row['min']:>6.3f} {row['max']:>6.3f}")  # fmt: skip
+        print(
+            f"{dataset:<22} {n:>5} {row['shipped']:>8.3f} {row['median']:>7.3f} {row['q25']:>6.3f} {row['q75']:>6.3f} "
+            f"{row['min']:>6.3f} {row['max']:>6.3f}"
+        )
     if args.json_out:
-        args.json_out.write_text(json.dumps({"protocol": args.protocol, "hide": args.hide, "ablate": sorted(off),
-                                             "draws": args.draws,
-                                             "spread": args.spread, "rows": rows, "per_draw": draws}, indent=1))  # fmt: skip
+        args.json_out.write_text(
+            json.dumps(
+                {
+                    "protocol": args.protocol,
+                    "hide": args.hide,
+                    "ablate": sorted(off),
+                    "draws": args.draws,
+                    "spread": args.spread,
+                    "rows": rows,
+                    "per_draw": draws,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

@@ -80,8 +80,12 @@ def build(n: int, seed: int) -> tuple[Incident, str]:
     series = []
     for name in names:
         for sig in SIGNALS:
-            base = {"CpuUsageRate(%)": 10.0, "MemoryUsageRate(%)": 30.0,
-                    "PodServerLatencyP90(s)": 0.05, "PodWorkload(Ops)": 5.0}[sig]  # fmt: skip
+            base = {
+                "CpuUsageRate(%)": 10.0,
+                "MemoryUsageRate(%)": 30.0,
+                "PodServerLatencyP90(s)": 0.05,
+                "PodWorkload(Ops)": 5.0,
+            }[sig]
             values = base * (1 + 0.05 * nprng.standard_normal(minutes))
             if name == culprit and sig == "CpuUsageRate(%)":
                 values[times >= inject] *= 6
@@ -144,15 +148,19 @@ async def real_case() -> tuple[IncidentCase, dict[str, list[Series]], nx.DiGraph
     return case, by_service, await inc.sources.topology.topology()
 
 
-def plant(n: int, seed: int, case: IncidentCase, real: dict[str, list[Series]], real_graph: nx.DiGraph) -> tuple[Incident, str]:
+def plant(
+    n: int, seed: int, case: IncidentCase, real: dict[str, list[Series]], real_graph: nx.DiGraph
+) -> tuple[Incident, str]:
     """N services whose series are the real incident's, the real root's on a planted culprit."""
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
     names, graph = call_graph(n, rng)
     culprit = names[rng.randrange(n // 2, n)]
     root, symptom = case.label.service, case.incident.symptom
-    victims = sorted((v for v in nx.ancestors(real_graph, root) if v in real and v != symptom),
-                     key=lambda v: nx.shortest_path_length(real_graph, v, root))  # fmt: skip
+    victims = sorted(
+        (v for v in nx.ancestors(real_graph, root) if v in real and v != symptom),
+        key=lambda v: nx.shortest_path_length(real_graph, v, root),
+    )
     others = sorted(set(real) - {root, symptom, *victims})
     path = nx.shortest_path(graph, names[0], culprit)
     donor = {name: rng.choice(others) for name in names}
@@ -168,16 +176,23 @@ def plant(n: int, seed: int, case: IncidentCase, real: dict[str, list[Series]], 
     inc = case.incident
     normal = inc.normal_for(Modality.METRICS)
     look_back = normal.window if normal is not None else Window(inc.window.start - 3600, inc.window.start)
-    return Incident(CaseId(f"planted/{n}/{seed}"), "planted", names[0], inc.window, sources,
-                    {Modality.METRICS: Normal(look_back, sources)}), culprit  # fmt: skip
+    return Incident(
+        CaseId(f"planted/{n}/{seed}"),
+        "planted",
+        names[0],
+        inc.window,
+        sources,
+        {Modality.METRICS: Normal(look_back, sources)},
+    ), culprit
 
 
 async def planted(sizes: list[int], seeds: int, budget: int) -> None:
     case, real, real_graph = await real_case()
-    engines = {f"lats, budget {budget}": build_engine("lats", read_budget=budget),
-               "exhaustive": build_engine("random")}  # fmt: skip
-    print(f"real incident {case.id}: root {case.label.service} ({case.label.fault_type.value}), "
-          f"{len(real)} services with series")  # fmt: skip
+    engines = {f"lats, budget {budget}": build_engine("lats", read_budget=budget), "exhaustive": build_engine("random")}
+    print(
+        f"real incident {case.id}: root {case.label.service} ({case.label.fault_type.value}), "
+        f"{len(real)} services with series"
+    )
     print(f"{'services':>8} {'seed':>4} {'engine':<16} {'first':>5} {'rank':>4} {'reads':>5} {'s':>6}")
     for n in sizes:
         tally: dict[str, list[tuple[bool, int, float]]] = defaultdict(list)
@@ -190,12 +205,16 @@ async def planted(sizes: list[int], seeds: int, budget: int) -> None:
                 ranked = [c.service for c in d.ranking]
                 rank = ranked.index(culprit) + 1 if culprit in ranked else 0
                 tally[label].append((rank == 1, d.cost.reads, took))
-                print(f"{n:>8} {seed:>4} {label:<16} {'yes' if rank == 1 else 'no':>5} {rank or '-':>4} "
-                      f"{d.cost.reads:>5} {took:>6.2f}")  # fmt: skip
+                print(
+                    f"{n:>8} {seed:>4} {label:<16} {'yes' if rank == 1 else 'no':>5} {rank or '-':>4} "
+                    f"{d.cost.reads:>5} {took:>6.2f}"
+                )
         for label, rows in tally.items():
-            print(f"{n:>8} {'all':>4} {label:<16} {sum(r[0] for r in rows):>2}/{len(rows)} "
-                  f"reads median {statistics.median(r[1] for r in rows):.0f} max {max(r[1] for r in rows)}, "
-                  f"seconds median {statistics.median(r[2] for r in rows):.2f}")  # fmt: skip
+            print(
+                f"{n:>8} {'all':>4} {label:<16} {sum(r[0] for r in rows):>2}/{len(rows)} "
+                f"reads median {statistics.median(r[1] for r in rows):.0f} max {max(r[1] for r in rows)}, "
+                f"seconds median {statistics.median(r[2] for r in rows):.2f}"
+            )
 
 
 def main() -> None:

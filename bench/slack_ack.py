@@ -66,11 +66,16 @@ def _verdicts(slack: SlackStandIn) -> int:
     return sum(1 for c in slack.of("chat.postMessage") if "rca_repair" in str(c.params.get("blocks")))
 
 
-async def _fire(session: aiohttp.ClientSession, url: str, slack: SlackStandIn, i: int,
-                delay: float) -> tuple[int, float]:  # fmt: skip
+async def _fire(
+    session: aiohttp.ClientSession, url: str, slack: SlackStandIn, i: int, delay: float
+) -> tuple[int, float]:
     await asyncio.sleep(delay)
-    text, ctype = command_body("Frontend 10m", response_url=slack.response_url(f"r{i}"), channel=f"C{i:05d}",
-                               trigger_id=f"bench.{i}.{time.time_ns()}")  # fmt: skip
+    text, ctype = command_body(
+        "Frontend 10m",
+        response_url=slack.response_url(f"r{i}"),
+        channel=f"C{i:05d}",
+        trigger_id=f"bench.{i}.{time.time_ns()}",
+    )
     headers = {"Content-Type": ctype, **sign(SECRET, text)}
     t0 = time.monotonic()
     async with session.post(url, data=text.encode(), headers=headers) as r:

@@ -47,8 +47,16 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-async def main(requests: int, channels: int, within: float, workers: int, replicas: int = 1,
-               queue_workers: int = 0, postgres: str = "", redis_url: str = "") -> int:  # fmt: skip
+async def main(
+    requests: int,
+    channels: int,
+    within: float,
+    workers: int,
+    replicas: int = 1,
+    queue_workers: int = 0,
+    postgres: str = "",
+    redis_url: str = "",
+) -> int:
     services = [s for s in await ReplayTelemetry(embedded_data()).services() if s.startswith("ts-")]
     slack = SlackStandIn()
     await slack.start()
@@ -80,11 +88,17 @@ async def main(requests: int, channels: int, within: float, workers: int, replic
                 async def fire(i: int) -> tuple[int, float]:
                     await asyncio.sleep(i * within / requests)
                     service = services[(i // channels) % len(services)]  # each channel asks about ten services
-                    text, ctype = command_body(f"{service} 10m", response_url=slack.response_url(f"r{i}"),
-                                               channel=f"C{i % channels:04d}", trigger_id=f"load.{i}.{time.time_ns()}")  # fmt: skip
+                    text, ctype = command_body(
+                        f"{service} 10m",
+                        response_url=slack.response_url(f"r{i}"),
+                        channel=f"C{i % channels:04d}",
+                        trigger_id=f"load.{i}.{time.time_ns()}",
+                    )
                     t0 = time.monotonic()
                     url = urls[i % len(urls)]  # a load balancer's round robin
-                    async with session.post(url, data=text.encode(), headers={"Content-Type": ctype, **sign(SECRET, text)}) as r:
+                    async with session.post(
+                        url, data=text.encode(), headers={"Content-Type": ctype, **sign(SECRET, text)}
+                    ) as r:
                         await r.read()
                         return r.status, (time.monotonic() - t0) * 1000
 
@@ -106,7 +120,9 @@ async def main(requests: int, channels: int, within: float, workers: int, replic
 
             with psycopg.connect(postgres, autocommit=True) as admin:
                 integrity = "ok (PostgreSQL)"
-                statuses = dict(admin.execute(f"select status, count(*) from {schema}.investigations group by status").fetchall())
+                statuses = dict(
+                    admin.execute(f"select status, count(*) from {schema}.investigations group by status").fetchall()
+                )
                 admin.execute(f"drop schema {schema} cascade")
         else:
             with sqlite3.connect(db) as conn:
@@ -114,27 +130,52 @@ async def main(requests: int, channels: int, within: float, workers: int, replic
                 statuses = dict(conn.execute("select status, count(*) from investigations group by status").fetchall())
     latencies = sorted(ms for _, ms in acks)
     p99 = latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))]
-    parents = Counter(str(c.params.get("channel")) + str(c.params.get("text")) for c in slack.of("chat.postMessage")
-                      if not c.params.get("thread_ts"))  # fmt: skip
-    verdict_threads = Counter(c.params.get("thread_ts") for c in slack.of("chat.postMessage") if "rca_repair" in str(c.params.get("blocks")))
+    parents = Counter(
+        str(c.params.get("channel")) + str(c.params.get("text"))
+        for c in slack.of("chat.postMessage")
+        if not c.params.get("thread_ts")
+    )
+    verdict_threads = Counter(
+        c.params.get("thread_ts") for c in slack.of("chat.postMessage") if "rca_repair" in str(c.params.get("blocks"))
+    )
     duplicates = sum(n - 1 for n in parents.values() if n > 1) + sum(n - 1 for n in verdict_threads.values() if n > 1)
-    where = (f"{replicas} replica(s), {queue_workers} queue worker(s) x {workers}, PostgreSQL + Redis" if queued
-             else f"one process, {workers} investigation workers, SQLite")  # fmt: skip
+    where = (
+        f"{replicas} replica(s), {queue_workers} queue worker(s) x {workers}, PostgreSQL + Redis"
+        if queued
+        else f"one process, {workers} investigation workers, SQLite"
+    )
     print(f"{requests} signed /rca from {channels} channels over {fired:.0f} s; {where}")
-    print(f"acked: {sum(s == 200 for s, _ in acks)}/{requests}, within 3 s: {sum(ms < 3000 for _, ms in acks)}; "
-          f"ack ms p50 {statistics.median(latencies):.0f}, p99 {p99:.0f}, max {latencies[-1]:.0f}")  # fmt: skip
+    print(
+        f"acked: {sum(s == 200 for s, _ in acks)}/{requests}, within 3 s: {sum(ms < 3000 for _, ms in acks)}; "
+        f"ack ms p50 {statistics.median(latencies):.0f}, p99 {p99:.0f}, max {latencies[-1]:.0f}"
+    )
     print(f"investigations completed: {_verdicts(slack)}/{requests} in {total:.0f} s; duplicate posts: {duplicates}")
     print(f"server peak RSS: {rss:.0f} MiB; database: integrity {integrity}, rows by status {statuses}")
-    ok = (all(s == 200 for s, _ in acks) and max(latencies) < 3000 and _verdicts(slack) >= requests
-          and duplicates == 0 and integrity.startswith("ok"))  # fmt: skip
+    ok = (
+        all(s == 200 for s, _ in acks)
+        and max(latencies) < 3000
+        and _verdicts(slack) >= requests
+        and duplicates == 0
+        and integrity.startswith("ok")
+    )
     return 0 if ok else 1
 
 
 def _worker_process(db: str, queue: str, workers: int) -> subprocess.Popen[bytes]:
-    env = {**{k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "RCABOT_DATA")},
-           "RCABOT_DB": db, "RCABOT_QUEUE": queue, "RCABOT_NOW": "2023-01-29T13:36:00Z", "RCABOT_WORKERS": str(workers)}  # fmt: skip
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "RCABOT_DATA")},
+        "RCABOT_DB": db,
+        "RCABOT_QUEUE": queue,
+        "RCABOT_NOW": "2023-01-29T13:36:00Z",
+        "RCABOT_WORKERS": str(workers),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "worker"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _verdicts(slack: SlackStandIn) -> int:
@@ -152,5 +193,17 @@ if __name__ == "__main__":
     ap.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/6")
     args = ap.parse_args()
-    raise SystemExit(asyncio.run(main(args.requests, args.channels, args.within, args.workers, args.replicas,
-                                      args.queue_workers, args.postgres, args.redis)))
+    raise SystemExit(
+        asyncio.run(
+            main(
+                args.requests,
+                args.channels,
+                args.within,
+                args.workers,
+                args.replicas,
+                args.queue_workers,
+                args.postgres,
+                args.redis,
+            )
+        )
+    )

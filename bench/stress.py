@@ -93,8 +93,10 @@ class Stressed:
         return await self.inner.entities()
 
     async def series(self, query: MetricQuery) -> list[Series]:
-        return [self._raised(s) if s.entity == self.entity and _stressable(s, self.family) else s
-                for s in await self.inner.series(query)]  # fmt: skip
+        return [
+            self._raised(s) if s.entity == self.entity and _stressable(s, self.family) else s
+            for s in await self.inner.series(query)
+        ]
 
     def _raised(self, s: Series) -> Series:
         after = s.timestamps >= self.since
@@ -133,16 +135,22 @@ async def normals(incident: Incident) -> dict[tuple[str, str, str], np.ndarray]:
     return out
 
 
-async def planted(case: IncidentCase, incident: Incident, family: frozenset[Signal] = RESOURCES,
-                  placement: Placement = Placement.REALISTIC) -> tuple[str, float] | None:  # fmt: skip
+async def planted(
+    case: IncidentCase,
+    incident: Incident,
+    family: frozenset[Signal] = RESOURCES,
+    placement: Placement = Placement.REALISTIC,
+) -> tuple[str, float] | None:
     """The service to stress and when its stress begins (None: no service qualifies)."""
     metrics = incident.sources.metrics
     if metrics is None:
         return None
     rng = random.Random(hashlib.sha256(case.id.encode()).digest())
     window = incident.window
-    own = sorted({s.entity for s in await metrics.series(MetricQuery(window)) if _stressable(s, family)}
-                 - {incident.symptom, case.label.service})  # fmt: skip
+    own = sorted(
+        {s.entity for s in await metrics.series(MetricQuery(window)) if _stressable(s, family)}
+        - {incident.symptom, case.label.service}
+    )
     if not own:
         return None
     entity = rng.choice(own)
@@ -167,8 +175,13 @@ def deviation(s: Series, since: float, normals: Mapping[tuple[str, str, str], np
     return float(moved.max()) if moved.size else 0.0
 
 
-async def rival(incident: Incident, entity: str, since: float, family: frozenset[Signal],
-                normal: Mapping[tuple[str, str, str], np.ndarray] | None = None) -> tuple[str, float]:  # fmt: skip
+async def rival(
+    incident: Incident,
+    entity: str,
+    since: float,
+    family: frozenset[Signal],
+    normal: Mapping[tuple[str, str, str], np.ndarray] | None = None,
+) -> tuple[str, float]:
     """The other entity whose own series of the family moved the most, as recorded, from the
     plant's start to the window's end, and by how much (robust deviations; 0 where none)."""
     metrics = incident.sources.metrics
@@ -203,11 +216,10 @@ def _build(name: str) -> Engine:
     return build_engine(base, ablation=ablation) if ablation else build_engine(name)
 
 
-async def run(cases: list[IncidentCase], engines: list[str], shifts: list[float], protocol: Protocol,
-              families: list[str]) -> list[Outcome]:  # fmt: skip
-    placing = replace(
-        protocol, hide=frozenset(), step=None, vocabulary=None, fleet=0, drift=0.0
-    )  # the placement alone
+async def run(
+    cases: list[IncidentCase], engines: list[str], shifts: list[float], protocol: Protocol, families: list[str]
+) -> list[Outcome]:
+    placing = replace(protocol, hide=frozenset(), step=None, vocabulary=None, fleet=0, drift=0.0)  # the placement alone
     built = [_build(name) for name in engines]
     out: list[Outcome] = []
     started = time.perf_counter()
@@ -221,17 +233,24 @@ async def run(cases: list[IncidentCase], engines: list[str], shifts: list[float]
             normal = await normals(incident)
             rival_entity, rival_shift = await rival(incident, entity, since, FAMILIES[family], normal)
             for shift in shifts:
-                stressed = Stressed(
-                    incident.sources.metrics, entity, since, shift, FAMILIES[family], normal
-                )
-                inc = protocol.record(
-                    replace(incident, sources=replace(incident.sources, metrics=stressed))
-                )
+                stressed = Stressed(incident.sources.metrics, entity, since, shift, FAMILIES[family], normal)
+                inc = protocol.record(replace(incident, sources=replace(incident.sources, metrics=stressed)))
                 for name, engine in zip(engines, built, strict=True):
                     ranking = (await engine.investigate(inc)).ranking
-                    out.append(Outcome(incident.dataset, str(case.id), family, shift, name, entity,
-                                       case.label.service, ranking[0].service if ranking else None,
-                                       rival_shift, rival_entity))  # fmt: skip
+                    out.append(
+                        Outcome(
+                            incident.dataset,
+                            str(case.id),
+                            family,
+                            shift,
+                            name,
+                            entity,
+                            case.label.service,
+                            ranking[0].service if ranking else None,
+                            rival_shift,
+                            rival_entity,
+                        )
+                    )
         print(
             f"\rcase {i}/{len(cases)} ({time.perf_counter() - started:.0f} s)",
             end="",
@@ -262,8 +281,9 @@ def render(outcomes: list[Outcome], engines: list[str]) -> str:
         head + (f" {'lats keeps of baro':>19}" if kept else ""),
         "-" * (len(head) + (20 if kept else 0)),
     ]
-    for dataset, family, shift in sorted({(d, f, s) for d, f, s, _ in first},
-                                         key=lambda k: (k[0] == "all", k[0], k[1], k[2])):  # fmt: skip
+    for dataset, family, shift in sorted(
+        {(d, f, s) for d, f, s, _ in first}, key=lambda k: (k[0] == "all", k[0], k[1], k[2])
+    ):
         cols = [first[(dataset, family, shift, e)] for e in engines]
         n = len(cols[0])
         plants = list(cols[0].values())
@@ -273,8 +293,7 @@ def render(outcomes: list[Outcome], engines: list[str]) -> str:
         for col in cols:
             planted = sum(o.first == o.planted for o in col.values()) / n
             neither = sum(o.first not in (o.planted, o.root) for o in col.values()) / n
-            dom = (f"{sum(col[c].first == col[c].planted for c in dominant) / len(dominant):.3f}" if dominant
-                   else "-")  # fmt: skip
+            dom = f"{sum(col[c].first == col[c].planted for c in dominant) / len(dominant):.3f}" if dominant else "-"
             cells.append(f"{planted:.3f} ({neither:.3f}) {dom:>5}")
         line = f"{dataset:<22} {family:<9} {shift:>6g} {n:>5} {above:>6.3f} {len(dominant) / n:>6.3f} " + " ".join(
             f"{c:>28}" for c in cells
@@ -285,8 +304,7 @@ def render(outcomes: list[Outcome], engines: list[str]) -> str:
                 first[(dataset, family, shift, "lats")],
             )
             won = [c for c, o in baro.items() if o.first == o.planted]
-            line += (f" {sum(lats[c].first == lats[c].planted for c in won) / len(won):>19.3f}" if won
-                     else f" {'-':>19}")  # fmt: skip
+            line += f" {sum(lats[c].first == lats[c].planted for c in won) / len(won):>19.3f}" if won else f" {'-':>19}"
         lines.append(line)
     return "\n".join(lines)
 
@@ -295,18 +313,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench.stress", description=__doc__.split("\n\n")[0])
     p.add_argument("paths", nargs="+", type=Path)
     p.add_argument("--engines", default="lats,linear-multi,baro")
-    p.add_argument(
-        "--shifts", default="10,100,1000", help="comma-separated: robust deviations the stress adds"
-    )
+    p.add_argument("--shifts", default="10,100,1000", help="comma-separated: robust deviations the stress adds")
     p.add_argument("--families", default="resource", help=f"comma-separated: {', '.join(FAMILIES)}")
     p.add_argument(
         "--protocol",
         default="realistic",
         help="as for rcabot eval: realistic, centred, late, cropped",
     )
-    p.add_argument(
-        "--resample", default="", help="as for rcabot eval: metrics resampled to this step"
-    )
+    p.add_argument("--resample", default="", help="as for rcabot eval: metrics resampled to this step")
     p.add_argument("--vocabulary", default="", help="as for rcabot eval: cadvisor, otel or short")
     p.add_argument("--fleet", type=int, default=0, help="as for rcabot eval: N idle services")
     p.add_argument("--drift", default="", help="as for rcabot eval: normal levels from another run")
@@ -319,13 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown:
         p.error(f"unknown families {', '.join(unknown)}; choose from {', '.join(FAMILIES)}")
-    protocol = parse_protocol(args.protocol, args.hide, resample=args.resample, vocabulary=args.vocabulary,
-                              fleet=args.fleet, drift=args.drift)  # fmt: skip
+    protocol = parse_protocol(
+        args.protocol, args.hide, resample=args.resample, vocabulary=args.vocabulary, fleet=args.fleet, drift=args.drift
+    )
     cases = [c for path in args.paths for c in find_cases(path)]
     outcomes = asyncio.run(run(cases, engines, shifts, protocol, families))
-    print(
-        f"protocol: {protocol.name}; a planted fault of D robust deviations in one service's own series"
-    )
+    print(f"protocol: {protocol.name}; a planted fault of D robust deviations in one service's own series")
     print(render(outcomes, engines))
     if args.json_out:
         args.json_out.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))

@@ -60,8 +60,10 @@ def main() -> None:
         top = ", ".join(f"{e} {m} {z:.0f}" for z, e, m in ranked[:3])
         print(f"{case.id}  {case.label.service} {case.label.fault_type.value}: rank {rank or '-'}  | {top}")
     n = len(cases)
-    print(f"\n{n} incidents; the labelled service moved most in {ranks['first']} ({ranks['first'] / n:.2f}), "
-          f"within the top 3 in {ranks['first'] + ranks['top 3']}, lower in {ranks['lower']}, absent in {ranks['absent']}")
+    print(
+        f"\n{n} incidents; the labelled service moved most in {ranks['first']} ({ranks['first'] / n:.2f}), "
+        f"within the top 3 in {ranks['first'] + ranks['top 3']}, lower in {ranks['lower']}, absent in {ranks['absent']}"
+    )
 
 
 if __name__ == "__main__":

@@ -28,13 +28,19 @@ log = logging.getLogger("rcabot.slack")
 def failure(exc: BaseException) -> tuple[str, str]:
     """What failed, in plain words, and what the user can do about it."""
     if isinstance(exc, StorageError):
-        return ("storage unavailable, so the verdict could not be recorded",
-                "Run the command again once the database is back.")  # fmt: skip
+        return (
+            "storage unavailable, so the verdict could not be recorded",
+            "Run the command again once the database is back.",
+        )
     if isinstance(exc, RcaError | OSError | ValueError):
-        return (blockkit.plain(str(exc))[:500] or type(exc).__name__,
-                "Check the window and the service name, or try again; `/rca help` shows the usage.")  # fmt: skip
-    return (f"an internal error ({type(exc).__name__})",
-            "It is in rcabot's log; try again, and report it if it repeats.")  # fmt: skip
+        return (
+            blockkit.plain(str(exc))[:500] or type(exc).__name__,
+            "Check the window and the service name, or try again; `/rca help` shows the usage.",
+        )
+    return (
+        f"an internal error ({type(exc).__name__})",
+        "It is in rcabot's log; try again, and report it if it repeats.",
+    )
 
 
 def runbook_for(runbooks: Runbooks, verdict: Verdict) -> Runbook | None:
@@ -44,8 +50,16 @@ def runbook_for(runbooks: Runbooks, verdict: Verdict) -> Runbook | None:
 
 
 class ThreadActions:
-    def __init__(self, desk: Desk, client: AsyncWebClient, zone: Callable[[str], Awaitable[str]], *,
-                 stream_interval: float = 1.0, thread_questions: int = 20, runbooks: Runbooks = NONE) -> None:  # fmt: skip
+    def __init__(
+        self,
+        desk: Desk,
+        client: AsyncWebClient,
+        zone: Callable[[str], Awaitable[str]],
+        *,
+        stream_interval: float = 1.0,
+        thread_questions: int = 20,
+        runbooks: Runbooks = NONE,
+    ) -> None:
         self.desk = desk
         self.client = client
         self.poster = Poster(client)
@@ -58,17 +72,28 @@ class ThreadActions:
         row = await self.owned(investigation, channel)
         if row is None:
             return
-        stream = ThreadStream(self.client, channel=channel, thread_ts=row.thread_ts, team_id=team, user_id=user,
-                              interval=self.stream_interval)  # fmt: skip
+        stream = ThreadStream(
+            self.client,
+            channel=channel,
+            thread_ts=row.thread_ts,
+            team_id=team,
+            user_id=user,
+            interval=self.stream_interval,
+        )
         await stream.add(f"🛠 <@{user}> asked for a repair: auditing the four stages and replaying patches…")
         loop = asyncio.get_running_loop()
         pending: list[asyncio.Task[None]] = []
 
         def shown(s: RepairStep) -> None:
             mark = "kept" if s.committed else "not kept"
-            pending.append(loop.create_task(stream.add(
-                f"    ↳ round {s.round} {s.route}: {s.stage.replace('_', ' ')} ← `{s.patch}` "
-                f"S {s.before:.2f} → {s.after:.2f} ({mark})")))  # fmt: skip
+            pending.append(
+                loop.create_task(
+                    stream.add(
+                        f"    ↳ round {s.round} {s.route}: {s.stage.replace('_', ' ')} ← `{s.patch}` "
+                        f"S {s.before:.2f} → {s.after:.2f} ({mark})"
+                    )
+                )
+            )
 
         try:
             before, after, result = await self.desk.followups.repair(investigation, progress=shown)
@@ -82,14 +107,17 @@ class ThreadActions:
         await asyncio.gather(*pending)
         await stream.close()
         if not any(s.committed for s in result.steps) and replies.same_verdict(before.trace, after.trace):
-            said = (f"🛠 Repair changed nothing: the four stages were re-checked (S {result.before.score:.2f}) and "
-                    "no patch improved them; the verdict above stands.")  # fmt: skip
+            said = (
+                f"🛠 Repair changed nothing: the four stages were re-checked (S {result.before.score:.2f}) and "
+                "no patch improved them; the verdict above stands."
+            )
             await self.poster.post(channel, row.thread_ts, said, [blockkit.context(said)])
             return
         text, blocks = replies.repair(before, result)
         await self.poster.post(channel, row.thread_ts, text, blocks)
-        text, blocks = render.verdict(after, repaired=True, runbook=runbook_for(self.runbooks, after),
-                                      tz=await self.zone(user))  # fmt: skip
+        text, blocks = render.verdict(
+            after, repaired=True, runbook=runbook_for(self.runbooks, after), tz=await self.zone(user)
+        )
         await self.poster.post(channel, row.thread_ts, text, blocks)
 
     async def verify(self, investigation: str, *, channel: str, user: str) -> None:
@@ -99,8 +127,12 @@ class ThreadActions:
         try:
             run = await self.desk.followups.verify(investigation)
         except RcaError as exc:
-            await self.poster.post(channel, row.thread_ts, f"Verification failed: {exc}",
-                                   [blockkit.section(f"❌ Verification failed: {blockkit.plain(str(exc))[:500]}")])  # fmt: skip
+            await self.poster.post(
+                channel,
+                row.thread_ts,
+                f"Verification failed: {exc}",
+                [blockkit.section(f"❌ Verification failed: {blockkit.plain(str(exc))[:500]}")],
+            )
             return
         text, blocks = replies.verification(run)
         await self.poster.post(channel, row.thread_ts, text, blocks)
@@ -111,11 +143,14 @@ class ThreadActions:
             return
         if not correct:
             candidates = [r["service"] for r in (row.trace or {}).get("decision_report", {}).get("ranking", [])]
-            await call(self.client.views_open(trigger_id=trigger_id, view=replies.feedback_view(investigation, candidates)))
+            await call(
+                self.client.views_open(trigger_id=trigger_id, view=replies.feedback_view(investigation, candidates))
+            )
             return
         await self.desk.followups.feedback(investigation, user=user, correct=True)
-        await self.poster.post(channel, row.thread_ts, "marked correct",
-                               [blockkit.context(f"✓ <@{user}> marked this verdict correct")])  # fmt: skip
+        await self.poster.post(
+            channel, row.thread_ts, "marked correct", [blockkit.context(f"✓ <@{user}> marked this verdict correct")]
+        )
         await call(self.client.chat_postEphemeral(channel=channel, user=user, text=replies.feedback_thanks(True, "")))
 
     async def wrong_cause(self, investigation: str, *, user: str, true_cause: str, note: str) -> str | None:
@@ -123,7 +158,9 @@ class ThreadActions:
         if row is None:
             return "This investigation is no longer known."
         try:
-            await self.desk.followups.feedback(investigation, user=user, correct=False, true_cause=true_cause, note=note)
+            await self.desk.followups.feedback(
+                investigation, user=user, correct=False, true_cause=true_cause, note=note
+            )
         except InputError as exc:
             return str(exc)
         return None
@@ -133,8 +170,12 @@ class ThreadActions:
         if row is None:
             return
         cause = f"; true cause: *{blockkit.plain(true_cause)}*" if true_cause else ""
-        await self.poster.post(row.channel, row.thread_ts, "marked wrong",
-                               [blockkit.context(f"✗ <@{user}> marked this verdict wrong{cause}")])  # fmt: skip
+        await self.poster.post(
+            row.channel,
+            row.thread_ts,
+            "marked wrong",
+            [blockkit.context(f"✗ <@{user}> marked this verdict wrong{cause}")],
+        )
 
     async def follow_up(self, *, channel: str, thread_ts: str, user: str, text: str, addressed: bool) -> None:
         row = await self.desk.thread_investigation(channel, thread_ts)
@@ -147,14 +188,31 @@ class ThreadActions:
         asked = len(await asyncio.to_thread(self.desk.store.questions, row.id))
         if asked >= self.thread_questions:
             if asked == self.thread_questions:  # said once, then silence
-                await asyncio.to_thread(self.desk.store.add_question, row.id, user=user, question=text,
-                                        answer="(the thread's question budget was spent)")  # fmt: skip
-                await self.poster.post(channel, thread_ts, "question budget spent", [blockkit.context(
-                    f"This thread has had its {self.thread_questions} answers; start a new `/rca` for more.")])  # fmt: skip
+                await asyncio.to_thread(
+                    self.desk.store.add_question,
+                    row.id,
+                    user=user,
+                    question=text,
+                    answer="(the thread's question budget was spent)",
+                )
+                await self.poster.post(
+                    channel,
+                    thread_ts,
+                    "question budget spent",
+                    [
+                        blockkit.context(
+                            f"This thread has had its {self.thread_questions} answers; start a new `/rca` for more."
+                        )
+                    ],
+                )
             return
         if row.status == "running":
-            await self.poster.post(channel, thread_ts, "still running", [blockkit.context(
-                "The investigation is still running; ask again once the verdict is posted.")])  # fmt: skip
+            await self.poster.post(
+                channel,
+                thread_ts,
+                "still running",
+                [blockkit.context("The investigation is still running; ask again once the verdict is posted.")],
+            )
             return
         if (fields := asked_fields(text)) and row.top_service:  # the team's own answer: no model needed
             named = [s for s in (row.top_service, row.service) if s and s.lower() in text.lower()]
@@ -168,7 +226,9 @@ class ThreadActions:
         except RcaError as exc:
             await self.poster.post(channel, thread_ts, str(exc), [blockkit.section(blockkit.plain(str(exc)))])
             return
-        await self.poster.post(channel, thread_ts, reply.text[:300], [blockkit.section(replies.plain_answer(reply.text))])
+        await self.poster.post(
+            channel, thread_ts, reply.text[:300], [blockkit.section(replies.plain_answer(reply.text))]
+        )
         await self.poster.chart(channel, thread_ts, chart, reply.text)
 
     async def owned(self, investigation: str, channel: str) -> InvestigationRow | None:

@@ -48,8 +48,9 @@ class Route:
     match_re: Mapping[str, re.Pattern[str]] = field(default_factory=dict)
 
     def takes(self, labels: Mapping[str, str]) -> bool:
-        return (all(labels.get(k) == v for k, v in self.match.items())
-                and all(p.fullmatch(labels.get(k, "")) is not None for k, p in self.match_re.items()))  # fmt: skip
+        return all(labels.get(k) == v for k, v in self.match.items()) and all(
+            p.fullmatch(labels.get(k, "")) is not None for k, p in self.match_re.items()
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +76,10 @@ def load_routes(path: Path | None) -> AlertRoutes:
     if not isinstance(routes, list):
         raise InputError("RCABOT_ALERT_ROUTES: `routes` must be a list")
     default = data.get("default")
-    return AlertRoutes(tuple(_route(r, f"routes[{i}]") for i, r in enumerate(routes)),
-                       _route(default, "default", matchers=False) if default is not None else None)  # fmt: skip
+    return AlertRoutes(
+        tuple(_route(r, f"routes[{i}]") for i, r in enumerate(routes)),
+        _route(default, "default", matchers=False) if default is not None else None,
+    )
 
 
 def _route(entry: object, where: str, *, matchers: bool = True) -> Route:
@@ -99,8 +102,9 @@ def _route(entry: object, where: str, *, matchers: bool = True) -> Route:
 
 
 def _matchers(value: object, where: str) -> dict[str, str]:
-    if not isinstance(value, dict) or not all(isinstance(k, str) and _LABEL.match(k) and isinstance(v, str)
-                                              and len(v) <= 500 for k, v in value.items()):  # fmt: skip
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and _LABEL.match(k) and isinstance(v, str) and len(v) <= 500 for k, v in value.items()
+    ):
         raise InputError(f"{where} must map label names to text")
     return dict(value)
 
@@ -110,15 +114,24 @@ class Alerts:
     routed, its group opened once, repeated or resolved in its thread; new threads are limited
     per channel and minute, the rest folded into one "more alerts" line."""
 
-    def __init__(self, front: SlackFront, store: AlertStore, routes: AlertRoutes, *, per_minute: int = 10,
-                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    def __init__(
+        self,
+        front: SlackFront,
+        store: AlertStore,
+        routes: AlertRoutes,
+        *,
+        per_minute: int = 10,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.front = front
         self.store = store
         self.routes = routes
         self.per_minute = per_minute
         self.clock = clock
         self._opened: dict[str, list[float]] = {}  # channel -> when its recent threads opened
-        self._folded: dict[str, tuple[float, str, tuple[str, ...]]] = {}  # channel -> (minute began, message ts, groups)
+        self._folded: dict[
+            str, tuple[float, str, tuple[str, ...]]
+        ] = {}  # channel -> (minute began, message ts, groups)
         self._fold_locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._pending: dict[str, deque[Notification]] = {}  # group key -> notifications not yet handled
@@ -174,9 +187,11 @@ class Alerts:
             await self._resolved(n)
             return
         service = n.labels.get(route.service_label) or next(
-            (a.labels[route.service_label] for a in n.alerts if route.service_label in a.labels), "")  # fmt: skip
-        claimed = await asyncio.to_thread(self.store.claim, n.group_key, channel=route.channel, service=service,
-                                          labels=n.labels, fired=n.fired)  # fmt: skip
+            (a.labels[route.service_label] for a in n.alerts if route.service_label in a.labels), ""
+        )
+        claimed = await asyncio.to_thread(
+            self.store.claim, n.group_key, channel=route.channel, service=service, labels=n.labels, fired=n.fired
+        )
         thread = ""
         if not claimed:
             if not await asyncio.to_thread(self.store.refire, n.group_key, n.fired):
@@ -193,9 +208,17 @@ class Alerts:
         reach = min(LONGEST, max(0.0, now - n.fired) + BEFORE)
         links = (("graph", n.graph_url), ("runbook", n.runbook_url), ("silence", n.silence_url))
         ts, investigation = await self.front.investigate_alert(
-            channel=route.channel, service=service, service_label=route.service_label, headline=n.summary,
-            alerts=len(n.alerts), reach=reach, began_ago=max(0.0, now - n.fired), severity=n.severity,
-            links=tuple((label, url) for label, url in links if url), thread_ts=thread)  # fmt: skip
+            channel=route.channel,
+            service=service,
+            service_label=route.service_label,
+            headline=n.summary,
+            alerts=len(n.alerts),
+            reach=reach,
+            began_ago=max(0.0, now - n.fired),
+            severity=n.severity,
+            links=tuple((label, url) for label, url in links if url),
+            thread_ts=thread,
+        )
         await asyncio.to_thread(self.store.opened, n.group_key, thread_ts=ts, investigation=investigation)
 
     def _room(self, channel: str) -> bool:
@@ -225,8 +248,11 @@ class Alerts:
         told = await asyncio.to_thread(self.store.tell, n.group_key, {a.fingerprint for a in n.alerts})
         new = [a for a in n.alerts if a.fingerprint in told]
         if group is not None and group.thread_ts and new:  # told when alerts join, counted otherwise
-            await self.front.alert_note(group.channel, group.thread_ts, f"🔔 Alertmanager again: {len(n.alerts)} "
-                                        f"alert(s) firing in this group, {len(new)} new — {n.summary}")  # fmt: skip
+            await self.front.alert_note(
+                group.channel,
+                group.thread_ts,
+                f"🔔 Alertmanager again: {len(n.alerts)} alert(s) firing in this group, {len(new)} new — {n.summary}",
+            )
 
     async def _resolved(self, n: Notification) -> None:
         ended = max((a.ends_at or 0.0 for a in n.alerts), default=0.0) or self.clock()
@@ -235,5 +261,8 @@ class Alerts:
         group = await asyncio.to_thread(self.store.group, n.group_key)
         if group is not None and group.thread_ts:
             took = max(0.0, ended - group.fired)
-            await self.front.alert_note(group.channel, group.thread_ts,
-                                        f"✅ Resolved: Alertmanager says the alert ended, {took / 60:.0f} min after it began.")  # fmt: skip
+            await self.front.alert_note(
+                group.channel,
+                group.thread_ts,
+                f"✅ Resolved: Alertmanager says the alert ended, {took / 60:.0f} min after it began.",
+            )

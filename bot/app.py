@@ -90,18 +90,30 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     memory = SqlRepairMemory(settings.db)  # the same file, its own table
     schedule = SummarySchedule(settings.db, scheduler.next_run)  # and another
     if settings.summary_channel:  # the operator's channel, unless it already has a schedule of its own
-        schedule.subscribe(settings.summary_channel, cron=settings.summary_cron, tz=settings.summary_tz, user="",
-                           keep=True)  # fmt: skip
+        schedule.subscribe(
+            settings.summary_channel, cron=settings.summary_cron, tz=settings.summary_tz, user="", keep=True
+        )
     telemetry = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
     queue = JobQueue(settings.queue) if settings.queue else None
     desk = Desk.from_settings(settings, telemetry=telemetry, store=store, memory=memory, queue=queue)
     alert_store = AlertStore(settings.db)
     client = web_client(settings)
-    app = AsyncApp(client=client, signing_secret=settings.signing_secret or None,
-                   request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode)  # fmt: skip
-    front = SlackFront(desk, client, stream_interval=stream_interval, allowed_channels=settings.allowed_channels,
-                       allowed_users=settings.allowed_users, thread_questions=settings.thread_questions,
-                       schedule=schedule, runbooks=load_runbooks(settings.runbooks), alerts=alert_store)  # fmt: skip
+    app = AsyncApp(
+        client=client,
+        signing_secret=settings.signing_secret or None,
+        request_verification_enabled=bool(settings.signing_secret) or not settings.socket_mode,
+    )
+    front = SlackFront(
+        desk,
+        client,
+        stream_interval=stream_interval,
+        allowed_channels=settings.allowed_channels,
+        allowed_users=settings.allowed_users,
+        thread_questions=settings.thread_questions,
+        schedule=schedule,
+        runbooks=load_runbooks(settings.runbooks),
+        alerts=alert_store,
+    )
 
     @app.middleware
     async def once(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
@@ -128,9 +140,21 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     commands.register(app, front)
     actions.register(app, front)
     events.register(app, front)
-    alerts = Alerts(front, alert_store, load_routes(settings.alert_routes), per_minute=settings.alert_threads_per_minute)
-    return Bot(app, front, desk, store, memory, schedule, alerts, errors, settings.signing_secret,
-               alert_auth=_alert_auth(settings))  # fmt: skip
+    alerts = Alerts(
+        front, alert_store, load_routes(settings.alert_routes), per_minute=settings.alert_threads_per_minute
+    )
+    return Bot(
+        app,
+        front,
+        desk,
+        store,
+        memory,
+        schedule,
+        alerts,
+        errors,
+        settings.signing_secret,
+        alert_auth=_alert_auth(settings),
+    )
 
 
 def _alert_auth(settings: Settings) -> tuple[str, ...]:
@@ -153,7 +177,8 @@ async def start_http(bot: Bot, *, host: str, port: int, events: bool = True) -> 
     async def slack_events(request: web.Request) -> web.Response:
         raw = await request.text()
         signed = verifier is not None and verifier.is_valid(
-            raw, request.headers.get("X-Slack-Request-Timestamp", ""), request.headers.get("X-Slack-Signature", ""))
+            raw, request.headers.get("X-Slack-Request-Timestamp", ""), request.headers.get("X-Slack-Signature", "")
+        )
         if signed:  # Bolt reads the payload as it builds its request: refuse what would break it
             try:
                 body = parse_body(raw, request.content_type)

@@ -51,8 +51,12 @@ def openmetrics(series: Iterable[Series]) -> str:
 
 def mapping(metrics: Sequence[str], *, step: str = "60s") -> dict[str, object]:
     """The mapping that reads the backfilled families back under their original names."""
-    return {"service_label": "service", "instance_label": "pod", "step": step,
-            "metrics": {m: f"{family(m)}{{${{match}}}}" for m in sorted(set(metrics))}}  # fmt: skip
+    return {
+        "service_label": "service",
+        "instance_label": "pod",
+        "step": step,
+        "metrics": {m: f"{family(m)}{{${{match}}}}" for m in sorted(set(metrics))},
+    }
 
 
 async def export_case(case: IncidentCase, out: Path, *, lookback: float = 3600.0) -> tuple[Path, Path, Window]:
@@ -74,8 +78,9 @@ CONFIG = "global:\n  scrape_interval: 1h\nscrape_configs: []\n"
 
 
 @contextmanager
-def backfilled(case: IncidentCase, workdir: Path, *, config: str = "",
-               flags: Sequence[str] = ()) -> Iterator[tuple[str, Path]]:  # fmt: skip
+def backfilled(
+    case: IncidentCase, workdir: Path, *, config: str = "", flags: Sequence[str] = ()
+) -> Iterator[tuple[str, Path]]:
     """A running Prometheus holding the case's metrics; yields its URL and the mapping file.
     `config` replaces the minimal prometheus.yml (rule files, Alertmanager), `flags` are added."""
     found = binaries()
@@ -84,14 +89,27 @@ def backfilled(case: IncidentCase, workdir: Path, *, config: str = "",
     prometheus, promtool = found
     om, mapping, _ = asyncio.run(export_case(case, workdir / "export"))
     data = workdir / "tsdb"
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(om), str(data)],
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(om), str(data)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     (workdir / "prometheus.yml").write_text(config or CONFIG)
     port = free_port()
     log = (workdir / "prometheus.log").open("w")
-    proc = subprocess.Popen([prometheus, f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
-                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}", *flags],
-                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            prometheus,
+            f"--config.file={workdir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={data}",
+            "--storage.tsdb.retention.time=100y",
+            f"--web.listen-address=127.0.0.1:{port}",
+            *flags,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, proc, workdir / "prometheus.log")

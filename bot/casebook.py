@@ -67,13 +67,26 @@ class Casebook:
             raise InputError(f"investigation {id} has no result ({row.status}{': ' + row.error if row.error else ''})")
         incident = await self.incident(row)
         trace, verdict_audit = await self.audited(incident, row.trace, stored=row.audit)
-        similar = await asyncio.to_thread(self.store.similar, channel=row.channel, top_service=row.top_service,
-                                          top_fault=row.top_fault, before=row.created)  # fmt: skip
+        similar = await asyncio.to_thread(
+            self.store.similar,
+            channel=row.channel,
+            top_service=row.top_service,
+            top_fault=row.top_fault,
+            before=row.created,
+        )
         earlier = await asyncio.to_thread(self.store.trusts, before=row.created)
         marks = await asyncio.to_thread(self.store.marks, before=row.created)
         learnt = shipped().adapted([(Features.from_json(f), right) for f, right in marks])
-        verdict = Verdict(row.id, row.service, Window(row.window_start, row.window_end), trace,
-                          verdict_audit, tuple(similar), Standing.among(verdict_audit.trust, earlier), learnt)  # fmt: skip
+        verdict = Verdict(
+            row.id,
+            row.service,
+            Window(row.window_start, row.window_end),
+            trace,
+            verdict_audit,
+            tuple(similar),
+            Standing.among(verdict_audit.trust, earlier),
+            learnt,
+        )
         return verdict, incident
 
     async def audit_context(self, incident: Incident) -> AuditContext:
@@ -85,8 +98,9 @@ class Casebook:
                 self._contexts.pop(next(iter(self._contexts)))
         return ctx
 
-    async def audited(self, incident: Incident, doc: dict[str, Any],
-                      stored: Mapping[str, Any] | None = None) -> tuple[Trace, Audit]:  # fmt: skip
+    async def audited(
+        self, incident: Incident, doc: dict[str, Any], stored: Mapping[str, Any] | None = None
+    ) -> tuple[Trace, Audit]:
         """A stored trace read back (schema-checked) with its audit, off the event loop: the
         audit stored with it where that one is whole (no scan of the telemetry), else audited
         again (one stored before audits were kept whole)."""

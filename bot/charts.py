@@ -14,8 +14,9 @@ from matplotlib.figure import Figure
 from rca.model import Series, Window
 
 
-def signal_chart(series: Sequence[Series], *, window: Window, title: str, onset: float | None = None,
-                 normal: Window | None = None) -> bytes:  # fmt: skip
+def signal_chart(
+    series: Sequence[Series], *, window: Window, title: str, onset: float | None = None, normal: Window | None = None
+) -> bytes:
     """A line per series (instances of one metric), the investigated window shaded, the onset marked."""
     fig = Figure(figsize=(8, 3.2), dpi=100)
     FigureCanvasAgg(fig)
@@ -23,11 +24,9 @@ def signal_chart(series: Sequence[Series], *, window: Window, title: str, onset:
     for s in series[:6]:
         times = [_num(t) for t in s.timestamps]
         ax.plot(times, np.asarray(s.values, dtype=float), linewidth=1.2, label=s.instance or s.entity)
-    ax.axvspan(_num(window.start), _num(window.end),
-               color="#f5d0c5", alpha=0.35, label="investigated window")  # fmt: skip
+    ax.axvspan(_num(window.start), _num(window.end), color="#f5d0c5", alpha=0.35, label="investigated window")
     if normal is not None:
-        ax.axvspan(_num(normal.start), _num(normal.end),
-                   color="#cfe3f5", alpha=0.35, label="normal period")  # fmt: skip
+        ax.axvspan(_num(normal.start), _num(normal.end), color="#cfe3f5", alpha=0.35, label="normal period")
     if onset is not None:
         ax.axvline(_num(onset), color="#c0392b", linestyle="--", linewidth=1.2, label="onset")
     ax.set_title(title[:120], fontsize=10)

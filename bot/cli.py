@@ -25,20 +25,24 @@ REASONER_HELP = "who reasons: offline (deterministic) or claude (default: claude
 
 def _add_sources(p: argparse.ArgumentParser) -> None:
     """Where telemetry comes from: a recording, live backends, or both (backends win)."""
-    p.add_argument("--data", type=Path, help="a recorded dataset or snapshot (default: RCABOT_DATA, or only live backends)")
+    p.add_argument(
+        "--data", type=Path, help="a recorded dataset or snapshot (default: RCABOT_DATA, or only live backends)"
+    )
     p.add_argument("--prometheus", help="a Prometheus base URL to read metrics from (default: PROMETHEUS_URL)")
-    p.add_argument("--prom-mapping", type=Path, help="engine metric -> PromQL YAML (default: RCABOT_PROM_MAPPING or built-in)")
+    p.add_argument(
+        "--prom-mapping", type=Path, help="engine metric -> PromQL YAML (default: RCABOT_PROM_MAPPING or built-in)"
+    )
     p.add_argument("--loki", help="a Loki base URL to read logs from (default: LOKI_URL)")
     p.add_argument("--logs", type=Path, help="a directory of per-service log files (default: RCABOT_LOG_DIR)")
     p.add_argument("--jaeger", help="a Jaeger query base URL to read traces from (default: JAEGER_URL)")
     p.add_argument("--otlp", type=Path, help="an OTLP/JSON trace file or directory (default: RCABOT_OTLP)")
-    p.add_argument("--topology", type=Path, help="a call graph in YAML, calls: {caller: [callee]} (default: RCABOT_TOPOLOGY)")
+    p.add_argument(
+        "--topology", type=Path, help="a call graph in YAML, calls: {caller: [callee]} (default: RCABOT_TOPOLOGY)"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="rcabot", description="Root-cause analysis for microservice incidents."
-    )
+    p = argparse.ArgumentParser(prog="rcabot", description="Root-cause analysis for microservice incidents.")
     sub = p.add_subparsers(dest="command", required=True)
 
     cases = sub.add_parser("cases", help="list the labelled incidents found under a path")
@@ -58,41 +62,66 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="measure engines on every labelled case under a path")
     ev.add_argument("path", type=Path)
     ev.add_argument("--engine", default="lats", help=f"comma-separated: {','.join(engine_names())}")
-    ev.add_argument("--ablate", default="", help="comma-separated lats ablations: batching,backprop,reflection,check,glance,peer-spread, or rule:NAME "
-                         "for a scoring rule (rcabot rules lists them)")
+    ev.add_argument(
+        "--ablate",
+        default="",
+        help="comma-separated lats ablations: batching,backprop,reflection,check,glance,peer-spread, or rule:NAME "
+        "for a scoring rule (rcabot rules lists them)",
+    )
     ev.add_argument("--repair", action="store_true", help="also run each search engine followed by STAR's repair")
     ev.add_argument("--budget", type=_budget, help=BUDGET_HELP)
-    ev.add_argument("--audit", action="store_true",
-                    help="audit each trace with STAR and report how well the audit predicts a wrong first place")
-    ev.add_argument("--seeds", default="", type=_seeds,
-                    help="comma-separated sampling seeds: also run each search engine with each (how stable it is)")
+    ev.add_argument(
+        "--audit",
+        action="store_true",
+        help="audit each trace with STAR and report how well the audit predicts a wrong first place",
+    )
+    ev.add_argument(
+        "--seeds",
+        default="",
+        type=_seeds,
+        help="comma-separated sampling seeds: also run each search engine with each (how stable it is)",
+    )
     ev.add_argument("--json", type=Path, dest="json_out", help="write per-case results here")
     ev.add_argument("--match", default="", help="only cases whose id contains this text")
-    ev.add_argument("--protocol", default="realistic",
-                    help="where each window lies: realistic (default: ends 1-5 min after the fault began, "
-                         "reaches back 15-60 min, no alert time), centred (the layout's window, as published), "
-                         "late (begins 1-10 min after the fault began, runs 15 min) or cropped (realistic, over a "
-                         "recording that begins at the fault)")
+    ev.add_argument(
+        "--protocol",
+        default="realistic",
+        help="where each window lies: realistic (default: ends 1-5 min after the fault began, "
+        "reaches back 15-60 min, no alert time), centred (the layout's window, as published), "
+        "late (begins 1-10 min after the fault began, runs 15 min) or cropped (realistic, over a "
+        "recording that begins at the fault)",
+    )
     ev.add_argument("--hide", default="", help="comma-separated: logs, traces, metrics, topology (read as absent)")
     ev.add_argument("--resample", default="", metavar="STEP", help="metrics resampled to this step (1s, 5s, 60s)")
     ev.add_argument("--vocabulary", default="", help="metric names rewritten: cadvisor, otel or short")
     ev.add_argument("--fleet", type=int, default=0, metavar="N", help="N idle services of noise beside the real ones")
-    ev.add_argument("--drift", default="", metavar="SHARE",
-                    help="normal behaviour from another run: each normal series at a level up to this share "
-                         "(0.2 or 20%%) from its own")  # fmt: skip
+    ev.add_argument(
+        "--drift",
+        default="",
+        metavar="SHARE",
+        help="normal behaviour from another run: each normal series at a level up to this share "
+        "(0.2 or 20%%) from its own",
+    )
     ev.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
 
     es = sub.add_parser("eval-star", help="STAR's evaluation: injected reasoning faults, stage localisation")
     es.add_argument("path", type=Path)
     es.add_argument("--match", default="", help="only cases whose id contains this text")
     es.add_argument("--json", dest="json_out", type=Path, help="with --honest: write every variant's result here")
-    es.add_argument("--honest", action="store_true",
-                    help="lats's own traces under realistic windows, given reasoning errors the audit is not told "
-                         "of, and clean rewrites: detection, false alarms, repairs judged by the label")  # fmt: skip
-    es.add_argument("--replay-spread", type=_spread, default=REPLAY_SPREAD,
-                    help=f"with --honest: each replay scores with every constant drawn within this share of its "
-                         f"value (default {REPLAY_SPREAD}: an independent sampling of the reasoner; 0: the "
-                         "function that built the trace)")  # fmt: skip
+    es.add_argument(
+        "--honest",
+        action="store_true",
+        help="lats's own traces under realistic windows, given reasoning errors the audit is not told "
+        "of, and clean rewrites: detection, false alarms, repairs judged by the label",
+    )
+    es.add_argument(
+        "--replay-spread",
+        type=_spread,
+        default=REPLAY_SPREAD,
+        help=f"with --honest: each replay scores with every constant drawn within this share of its "
+        f"value (default {REPLAY_SPREAD}: an independent sampling of the reasoner; 0: the "
+        "function that built the trace)",
+    )
 
     au = sub.add_parser("audit", help="audit a four-stage trace (STAR) and print the verdict as JSON")
     au.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
@@ -102,8 +131,12 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
     rp.add_argument("--data", type=Path, required=True, help="the dataset the trace was read from")
     rp.add_argument("--out", type=Path, help="where to write the repaired trace (default: print it)")
-    rp.add_argument("--memory", type=record, default=Path("rcabot-repair-memory.db"),
-                    help="the repair memory: a SQLite file or a postgresql:// URL")  # fmt: skip
+    rp.add_argument(
+        "--memory",
+        type=record,
+        default=Path("rcabot-repair-memory.db"),
+        help="the repair memory: a SQLite file or a postgresql:// URL",
+    )
 
     ve = sub.add_parser("verify", help="run a trace's verification tests against the telemetry")
     ve.add_argument("trace", type=Path, help="a trace written by `rcabot investigate --json`")
@@ -153,9 +186,13 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--parallel", type=int, default=3, help="shops recorded at once (default 3)")
 
     co = sub.add_parser("console", help="the Slack experience in a terminal: /rca, repair, verify, questions")
-    co.add_argument("--data", type=Path, help="a recorded dataset to replay (default: RCABOT_DATA or the embedded incident)")
+    co.add_argument(
+        "--data", type=Path, help="a recorded dataset to replay (default: RCABOT_DATA or the embedded incident)"
+    )
     co.add_argument("--at", help="'now' inside the recorded data (default: RCABOT_NOW or its end)")
-    co.add_argument("--db", type=record, help="the record: a SQLite file or a postgresql:// URL (default: RCABOT_DB or rcabot.db)")
+    co.add_argument(
+        "--db", type=record, help="the record: a SQLite file or a postgresql:// URL (default: RCABOT_DB or rcabot.db)"
+    )
     co.add_argument("--reasoner", choices=REASONERS, help=REASONER_HELP)
     return p
 
@@ -222,8 +259,10 @@ def _seeds(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"seeds are whole numbers separated by commas, not {text!r}") from None
 
 
-BUDGET_HELP = ("telemetry reads a search may make (one metrics query reads every service; a logs or "
-               "traces read covers one service; repeats are free); spent, it decides on what it read")
+BUDGET_HELP = (
+    "telemetry reads a search may make (one metrics query reads every service; a logs or "
+    "traces read covers one service; repeats are free); spent, it decides on what it read"
+)
 
 
 def _budget(text: str) -> int:

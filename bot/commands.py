@@ -63,15 +63,23 @@ def reasoner_of(args: argparse.Namespace) -> Reasoner:
 async def _incident_from(args: argparse.Namespace) -> tuple[Incident, LiveConfig]:
     """The incident a command's service, window and source options name."""
     settings = read_settings()
-    given = {"prometheus_url": args.prometheus, "prom_mapping": args.prom_mapping, "loki_url": args.loki,
-             "log_dir": args.logs, "jaeger_url": args.jaeger, "otlp": args.otlp, "topology": args.topology}
+    given = {
+        "prometheus_url": args.prometheus,
+        "prom_mapping": args.prom_mapping,
+        "loki_url": args.loki,
+        "log_dir": args.logs,
+        "jaeger_url": args.jaeger,
+        "otlp": args.otlp,
+        "topology": args.topology,
+    }
     for name, flag in (("prometheus_url", "--prometheus"), ("loki_url", "--loki"), ("jaeger_url", "--jaeger")):
         check_url(flag, str(given[name] or ""))
     live = replace(settings.live, **{k: v for k, v in given.items() if v})
     data = args.data or settings.data
     if data is None and not live.any:
-        raise InputError("give --data PATH (a recording) or a live backend (--prometheus, --loki, --logs, "
-                         "--jaeger, --otlp)")  # fmt: skip
+        raise InputError(
+            "give --data PATH (a recording) or a live backend (--prometheus, --loki, --logs, --jaeger, --otlp)"
+        )
     now = parse_timestamp(args.at) if args.at else settings.now
     absolute = "/" in args.window or ".." in args.window  # an ISO range needs no "now"
     if now is None and data is not None and not absolute:
@@ -92,19 +100,33 @@ async def do_lab(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        done = await asyncio.to_thread(record, seeds, args.out, faults=args.faults, warmup=parse_duration(args.warmup),
-                                       tail=parse_duration(args.tail), rate=args.rate, spacing=spacing, duration=duration,
-                                       parallel=args.parallel, stop=stop,
-                                       progress=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+        done = await asyncio.to_thread(
+            record,
+            seeds,
+            args.out,
+            faults=args.faults,
+            warmup=parse_duration(args.warmup),
+            tail=parse_duration(args.tail),
+            rate=args.rate,
+            spacing=spacing,
+            duration=duration,
+            parallel=args.parallel,
+            stop=stop,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     if stop.is_set():
-        print(f"stopped by a signal: {len(done)} of {len(seeds)} shops recorded, the others' processes stopped",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"stopped by a signal: {len(done)} of {len(seeds)} shops recorded, the others' processes stopped",
+            file=sys.stderr,
+        )
         return 130
-    print(f"recorded {len(done)} of {len(seeds)} shops in {time.monotonic() - started:.0f} s; "
-          f"evaluate: rcabot eval {args.out} --engine lats,baro,linear-multi")  # fmt: skip
+    print(
+        f"recorded {len(done)} of {len(seeds)} shops in {time.monotonic() - started:.0f} s; "
+        f"evaluate: rcabot eval {args.out} --engine lats,baro,linear-multi"
+    )
     return 0 if len(done) == len(seeds) else 1
 
 
@@ -125,7 +147,9 @@ async def do_worker() -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):  # running jobs are cancelled and go back to the queue
         loop.add_signal_handler(sig, stop.set)
-    print(f"rcabot worker: {settings.workers} investigation(s) at a time from the job queue", file=sys.stderr, flush=True)
+    print(
+        f"rcabot worker: {settings.workers} investigation(s) at a time from the job queue", file=sys.stderr, flush=True
+    )
     await serve_worker(settings, stop=stop)
     return 0
 
@@ -137,9 +161,7 @@ def do_cases(path: Path) -> int:
         m = c.incident.sources.modalities()
         flags = ["yes" if m[k] else "-" for k in ("metrics", "logs", "traces")]
         label = f"{c.label.service} ({c.label.fault_type})"
-        print(
-            f"{c.id:<52} {c.incident.symptom:<24} {flags[0]:>7} {flags[1]:>5} {flags[2]:>6}  {label}"
-        )
+        print(f"{c.id:<52} {c.incident.symptom:<24} {flags[0]:>7} {flags[1]:>5} {flags[2]:>6}  {label}")
     print(f"{len(found)} labelled case(s)")
     return 0
 
@@ -175,7 +197,9 @@ def _read_trace(path: Path) -> Trace:
 
 async def do_repair(args: argparse.Namespace) -> int:
     trace = _read_trace(args.trace)
-    incident = await replay_incident(find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window)
+    incident = await replay_incident(
+        find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window
+    )
     ctx = RepairContext(await audit_context(incident), recollector(incident))
     memory = SqlRepairMemory(args.memory)
     try:
@@ -183,10 +207,15 @@ async def do_repair(args: argparse.Namespace) -> int:
     finally:
         memory.close()
     for step in result.steps:
-        print(f"round {step.round} {step.route}: {step.stage} <- {step.patch}  S {step.before:.2f} -> {step.after:.2f}",
-              file=sys.stderr)  # fmt: skip
-    print(f"S {result.before.score:.2f} -> {result.after.score:.2f}, decisive stage {result.decisive_stage}, "
-          f"{result.replays} replays" + (", verification first" if result.verification_first else ""), file=sys.stderr)  # fmt: skip
+        print(
+            f"round {step.round} {step.route}: {step.stage} <- {step.patch}  S {step.before:.2f} -> {step.after:.2f}",
+            file=sys.stderr,
+        )
+    print(
+        f"S {result.before.score:.2f} -> {result.after.score:.2f}, decisive stage {result.decisive_stage}, "
+        f"{result.replays} replays" + (", verification first" if result.verification_first else ""),
+        file=sys.stderr,
+    )
     text = json.dumps(trace_json(result.trace), indent=2)
     if args.out:
         args.out.write_text(text)
@@ -197,7 +226,9 @@ async def do_repair(args: argparse.Namespace) -> int:
 
 async def do_verify(args: argparse.Namespace) -> int:
     trace = _read_trace(args.trace)
-    incident = await replay_incident(find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window)
+    incident = await replay_incident(
+        find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window
+    )
     run = await run_tests(trace, Toolbox(incident))
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
@@ -209,7 +240,9 @@ async def do_verify(args: argparse.Namespace) -> int:
 async def do_audit(args: argparse.Namespace) -> int:
     trace = _read_trace(args.trace)
     if args.data:
-        incident = await replay_incident(find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window)
+        incident = await replay_incident(
+            find_recordings(args.data), symptom=trace.symptom, window=trace.evidence_package.window
+        )
         ctx = await audit_context(incident)
     else:  # without the data, the calls the trace itself names are the graph
         ctx = AuditContext(nx.DiGraph([(ln.target, ln.source) for c in trace.chains for ln in c.links]))
@@ -284,8 +317,15 @@ async def do_console(args: argparse.Namespace) -> int:
     now = parse_timestamp(args.at) if args.at else settings.now
     store = Store(args.db or settings.db)
     memory = SqlRepairMemory(args.db or settings.db)
-    desk = Desk(telemetry=telemetry_from(data=data, now=now, live=settings.live), store=store, memory=memory, engine=settings.engine,
-                workers=settings.workers, reasoner=reasoner_of(args), time_budget=settings.time_budget)  # fmt: skip
+    desk = Desk(
+        telemetry=telemetry_from(data=data, now=now, live=settings.live),
+        store=store,
+        memory=memory,
+        engine=settings.engine,
+        workers=settings.workers,
+        reasoner=reasoner_of(args),
+        time_budget=settings.time_budget,
+    )
 
     async def read() -> str | None:
         try:
@@ -311,9 +351,21 @@ async def do_serve() -> int:
 
 async def do_snapshot(args: argparse.Namespace) -> int:
     incident, live = await _incident_from(args)
-    origin = {k: str(v) for k, v in (("data", args.data), ("prometheus", live.prometheus_url), ("loki", live.loki_url),
-              ("logs", live.log_dir), ("jaeger", live.jaeger_url), ("otlp", live.otlp)) if v}  # fmt: skip
+    origin = {
+        k: str(v)
+        for k, v in (
+            ("data", args.data),
+            ("prometheus", live.prometheus_url),
+            ("loki", live.loki_url),
+            ("logs", live.log_dir),
+            ("jaeger", live.jaeger_url),
+            ("otlp", live.otlp),
+        )
+        if v
+    }
     out = await write_snapshot(incident, args.out, origin=origin, created=time.time())
-    print(f"saved {incident.symptom} {incident.window.to_iso()} to {out}; replay: "
-          f"rcabot investigate {incident.symptom} {incident.window.to_iso()} --data {out}")
+    print(
+        f"saved {incident.symptom} {incident.window.to_iso()} to {out}; replay: "
+        f"rcabot investigate {incident.symptom} {incident.window.to_iso()} --data {out}"
+    )
     return 0

@@ -58,9 +58,13 @@ class Settings:
     worker_nice: int = 10  # `rcabot worker` yields the CPU to a bot replica on the same machine (acks first)
 
     def claude(self) -> ClaudeConfig:
-        return ClaudeConfig(model=self.model, api_key=self.anthropic_api_key or None,
-                            base_url=self.anthropic_base_url or None, max_calls=self.llm_max_calls,
-                            max_tokens=self.llm_max_tokens)  # fmt: skip
+        return ClaudeConfig(
+            model=self.model,
+            api_key=self.anthropic_api_key or None,
+            base_url=self.anthropic_base_url or None,
+            max_calls=self.llm_max_calls,
+            max_tokens=self.llm_max_tokens,
+        )
 
     def build_reasoner(self) -> Reasoner:
         """The reasoner these settings name: Claude, or the deterministic offline one."""
@@ -185,7 +189,10 @@ def check_url(name: str, value: str) -> str:
 
 def require_slack(settings: Settings) -> None:
     """Refuse to serve Slack without the credentials it needs, naming what is missing."""
-    missing = [name for name, value in (("SLACK_BOT_TOKEN", settings.bot_token),
-                                        ("SLACK_SIGNING_SECRET", settings.signing_secret)) if not value]  # fmt: skip
+    missing = [
+        name
+        for name, value in (("SLACK_BOT_TOKEN", settings.bot_token), ("SLACK_SIGNING_SECRET", settings.signing_secret))
+        if not value
+    ]
     if missing:
         raise InputError(f"set {' and '.join(missing)} (see .env.example), or try `rcabot console`")

@@ -22,14 +22,22 @@ from rca.model import to_iso
 from rca.star.repair import RepairStep
 
 PROMPT = "rcabot> "
-MORE = ("Next: `repair`, `verify`, `correct`, `wrong [service]`, `chart [metric] [of service]`, "
-        "or ask about the verdict (`why ...`, `why not ...`, `timeline`, `what next?`).")  # fmt: skip
+MORE = (
+    "Next: `repair`, `verify`, `correct`, `wrong [service]`, `chart [metric] [of service]`, "
+    "or ask about the verdict (`why ...`, `why not ...`, `timeline`, `what next?`)."
+)
 CHANNEL, USER = "console", "you"
 
 
 class Console:
-    def __init__(self, desk: Desk, *, read: Callable[[], Awaitable[str | None]], write: Callable[[str], None],
-                 charts: Path = Path(".")) -> None:  # fmt: skip
+    def __init__(
+        self,
+        desk: Desk,
+        *,
+        read: Callable[[], Awaitable[str | None]],
+        write: Callable[[str], None],
+        charts: Path = Path("."),
+    ) -> None:
         self.desk = desk
         self.read = read
         self.write = write
@@ -114,8 +122,10 @@ class Console:
         assert self.current is not None
 
         def shown(s: RepairStep) -> None:
-            self.write(f"  round {s.round} {s.route}: {s.stage} <- {s.patch}  S {s.before:.2f} -> {s.after:.2f}"
-                       + ("" if s.committed else " (not kept)"))  # fmt: skip
+            self.write(
+                f"  round {s.round} {s.route}: {s.stage} <- {s.patch}  S {s.before:.2f} -> {s.after:.2f}"
+                + ("" if s.committed else " (not kept)")
+            )
 
         before, after, result = await self.desk.followups.repair(self.current, progress=shown)
         self.write(blockkit.as_text(replies.repair(before, result)[1]))  # the words Slack shows

@@ -41,11 +41,21 @@ SERVICE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 
 
 class Desk:
-    def __init__(self, *, telemetry: Telemetry, store: Store, memory: RepairMemory | None = None,
-                 engine: str = "lats", workers: int = 2, reasoner: Reasoner | None = None,
-                 time_budget: float | None = None, read_budget: int | None = None,
-                 clock: Callable[[], float] = time.time, queue: JobQueue | None = None,
-                 relay_lease: float = 30.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        telemetry: Telemetry,
+        store: Store,
+        memory: RepairMemory | None = None,
+        engine: str = "lats",
+        workers: int = 2,
+        reasoner: Reasoner | None = None,
+        time_budget: float | None = None,
+        read_budget: int | None = None,
+        clock: Callable[[], float] = time.time,
+        queue: JobQueue | None = None,
+        relay_lease: float = 30.0,
+    ) -> None:
         if not isinstance(build_engine(engine), SearchEngine):  # a bad name fails now, not on the first /rca
             raise InputError(f"engine {engine!r} gives no four-stage trace; the bot needs lats, linear or linear-multi")
         self.telemetry = telemetry
@@ -64,19 +74,36 @@ class Desk:
         self._opening: set[tuple[str, str]] = set()  # (service, channel) being validated
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, telemetry: Telemetry, store: Store,
-                      memory: RepairMemory | None = None, queue: JobQueue | None = None) -> Desk:  # fmt: skip
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        telemetry: Telemetry,
+        store: Store,
+        memory: RepairMemory | None = None,
+        queue: JobQueue | None = None,
+    ) -> Desk:
         """The desk the settings describe (the bot's, or a job-queue worker's)."""
-        return cls(telemetry=telemetry, store=store, memory=memory, engine=settings.engine, workers=settings.workers,
-                   reasoner=settings.build_reasoner(), time_budget=settings.time_budget,
-                   read_budget=settings.read_budget, queue=queue, relay_lease=settings.relay_lease)  # fmt: skip
+        return cls(
+            telemetry=telemetry,
+            store=store,
+            memory=memory,
+            engine=settings.engine,
+            workers=settings.workers,
+            reasoner=settings.build_reasoner(),
+            time_budget=settings.time_budget,
+            read_budget=settings.read_budget,
+            queue=queue,
+            relay_lease=settings.relay_lease,
+        )
 
     def close(self) -> None:  # the job queue's connections close with the loop that made them
         self.casebook.close()
 
     # -- starting ----------------------------------------------------------------------------
-    async def open(self, service: str, window_text: str, *, channel: str, user: str,
-                   alert_time: float | None = None) -> Run:  # fmt: skip
+    async def open(
+        self, service: str, window_text: str, *, channel: str, user: str, alert_time: float | None = None
+    ) -> Run:
         """Validate a request and record a new investigation; InputError says what is wrong.
         `alert_time`: when an alert says the symptom began (the engine places evidence by it)."""
         if not service or len(service) > 200 or not set(service) <= SERVICE_CHARS:
@@ -94,8 +121,15 @@ class Desk:
             if alert_time is not None and window.start <= alert_time <= window.end:
                 incident = dataclasses.replace(incident, alert_time=alert_time)
             run = Run(f"inv-{uuid.uuid4().hex[:12]}", service, window, channel, user, self.clock(), incident)
-            await asyncio.to_thread(self.store.start, id=run.id, service=service, window=(window.start, window.end),
-                                    channel=channel, user=user, engine=self.engine)  # fmt: skip
+            await asyncio.to_thread(
+                self.store.start,
+                id=run.id,
+                service=service,
+                window=(window.start, window.end),
+                channel=channel,
+                user=user,
+                engine=self.engine,
+            )
             self._running[run.id] = run
         finally:
             self._opening.discard(key)
@@ -137,8 +171,9 @@ class Desk:
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def work() -> None:
-            engine = build_engine(self.engine, reasoner=self.reasoner, time_budget=self.time_budget,
-                                  read_budget=self.read_budget)  # fmt: skip
+            engine = build_engine(
+                self.engine, reasoner=self.reasoner, time_budget=self.time_budget, read_budget=self.read_budget
+            )
             assert isinstance(engine, SearchEngine)
 
             async def drive() -> None:
@@ -159,9 +194,13 @@ class Desk:
                         raise item
                     if isinstance(item, Finished):
                         _, verdict_audit = await self.casebook.audited(run.incident, dict(item.trace))
-                        await asyncio.to_thread(self.store.finish, run.id, trace=dict(item.trace),
-                                                audit=verdict_audit.to_json(),
-                                                calibration=trace_features(item.trace).to_json())  # fmt: skip
+                        await asyncio.to_thread(
+                            self.store.finish,
+                            run.id,
+                            trace=dict(item.trace),
+                            audit=verdict_audit.to_json(),
+                            calibration=trace_features(item.trace).to_json(),
+                        )
                     yield item
                 await future
         except BaseException as exc:
@@ -178,8 +217,15 @@ class Desk:
 
     async def adopt(self, row: InvestigationRow) -> Run:
         """A run for an investigation another replica was narrating, to go on with it here."""
-        run = Run(row.id, row.service, Window(row.window_start, row.window_end), row.channel, row.user, row.created,
-                  await self.casebook.incident(row))  # fmt: skip
+        run = Run(
+            row.id,
+            row.service,
+            Window(row.window_start, row.window_end),
+            row.channel,
+            row.user,
+            row.created,
+            await self.casebook.incident(row),
+        )
         self._running[run.id] = run
         return run
 

@@ -31,16 +31,18 @@ from rca.trace import Trace, from_json, to_json
 
 
 class FollowUps:
-    def __init__(self, casebook: Casebook, *, telemetry: Telemetry, reasoner: Reasoner,
-                 memory: RepairMemory | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, casebook: Casebook, *, telemetry: Telemetry, reasoner: Reasoner, memory: RepairMemory | None = None
+    ) -> None:
         self.casebook = casebook
         self.store = casebook.store
         self.telemetry = telemetry
         self.reasoner = reasoner
         self.memory = memory
 
-    async def repair(self, id: str, *, progress: Callable[[RepairStep], None] | None = None
-                     ) -> tuple[Verdict, Verdict, RepairResult]:  # fmt: skip
+    async def repair(
+        self, id: str, *, progress: Callable[[RepairStep], None] | None = None
+    ) -> tuple[Verdict, Verdict, RepairResult]:
         """STAR's repair of an investigation's trace: the verdict before, the repaired one (now
         the investigation's verdict) and the repair. `progress` sees each step on the caller's
         event loop as the repair takes it."""
@@ -56,8 +58,9 @@ class FollowUps:
             model = self.reasoner.for_investigation()
             critic = model.stage_critic if isinstance(model, ClaudeReasoner) else None
             try:
-                return await repair(before.trace, replace(ctx, critic=critic), RepairConfig(), self.memory,
-                                    progress=step)  # fmt: skip
+                return await repair(
+                    before.trace, replace(ctx, critic=critic), RepairConfig(), self.memory, progress=step
+                )
             finally:
                 await model.aclose()
 
@@ -65,13 +68,37 @@ class FollowUps:
         top = [h.service for h in before.trace.hypotheses[:1]] + [""]
         top_after = [h.service for h in result.trace.hypotheses[:1]] + [""]
         repaired = to_json(result.trace)
-        steps = [{"round": s.round, "route": s.route, "stage": s.stage, "patch": s.patch, "before": s.before,
-                  "after": s.after, "committed": s.committed} for s in result.steps]  # fmt: skip
-        await asyncio.to_thread(self.store.add_repair, id, before=result.before.score, after=result.after.score,
-                                decisive=result.decisive_stage, steps=steps, trace=repaired,
-                                audit=result.after.to_json(), top_before=top[0], top_after=top_after[0])  # fmt: skip
-        await asyncio.to_thread(self.store.finish, id, trace=repaired, audit=result.after.to_json(),
-                                calibration=trace_features(repaired).to_json())  # fmt: skip
+        steps = [
+            {
+                "round": s.round,
+                "route": s.route,
+                "stage": s.stage,
+                "patch": s.patch,
+                "before": s.before,
+                "after": s.after,
+                "committed": s.committed,
+            }
+            for s in result.steps
+        ]
+        await asyncio.to_thread(
+            self.store.add_repair,
+            id,
+            before=result.before.score,
+            after=result.after.score,
+            decisive=result.decisive_stage,
+            steps=steps,
+            trace=repaired,
+            audit=result.after.to_json(),
+            top_before=top[0],
+            top_after=top_after[0],
+        )
+        await asyncio.to_thread(
+            self.store.finish,
+            id,
+            trace=repaired,
+            audit=result.after.to_json(),
+            calibration=trace_features(repaired).to_json(),
+        )
         return before, replace_verdict(before, result), result
 
     async def verify(self, id: str) -> VerificationRun:
@@ -89,8 +116,9 @@ class FollowUps:
             known = await self.telemetry.services()
             if true_cause not in known:
                 raise InputError(f"unknown service {true_cause!r}.{suggest(true_cause, known)}")
-        await asyncio.to_thread(self.store.add_feedback, id, user=user, correct=correct, true_cause=true_cause,
-                                note=note[:2000])  # fmt: skip
+        await asyncio.to_thread(
+            self.store.add_feedback, id, user=user, correct=correct, true_cause=true_cause, note=note[:2000]
+        )
         repairs = await asyncio.to_thread(self.store.repairs, id)
         if correct and repairs and repairs[-1].decisive and self.memory is not None and row.trace is not None:
             last = repairs[-1]
@@ -100,8 +128,11 @@ class FollowUps:
             degree = int(graph.degree(lead)) if lead in graph else 0
             patch = next((s["patch"] for s in last.steps if s["stage"] == last.decisive and s["committed"]), "")
             if patch:
-                self.memory.remember(RepairRecord(Pattern.of(trace, degree), last.decisive, patch,
-                                                  round(max(last.after - last.before, 0.01), 4)))  # fmt: skip
+                self.memory.remember(
+                    RepairRecord(
+                        Pattern.of(trace, degree), last.decisive, patch, round(max(last.after - last.before, 0.01), 4)
+                    )
+                )
 
     async def ask(self, id: str, question: str, *, user: str) -> tuple[Answer, Chart | None]:
         """Answer a follow-up question from the stored investigation, with a chart when asked."""
@@ -111,8 +142,11 @@ class FollowUps:
         if isinstance(self.reasoner, ClaudeReasoner) and reply.chart is None:  # free-form questions too
             reply = await self._model_answer(question, verdict.trace) or reply
         chart = await self.chart_for(verdict, incident, reply.chart) if reply.chart is not None else None
-        text = reply.text if reply.chart is None or chart is not None else (
-            f"I found no metric matching {reply.chart.metric!r} for {reply.chart.entity}.")
+        text = (
+            reply.text
+            if reply.chart is None or chart is not None
+            else (f"I found no metric matching {reply.chart.metric!r} for {reply.chart.entity}.")
+        )
         await asyncio.to_thread(self.store.add_question, id, user=user, question=question, answer=text)
         return Answer(text, reply.chart), chart
 
@@ -132,7 +166,9 @@ class FollowUps:
         verdict, incident = await self.casebook.verdict_and_incident(id)
         return await self.chart_for(verdict, incident, request)
 
-    async def chart_for(self, verdict: Verdict, incident: Incident, request: ChartRequest | None = None) -> Chart | None:
+    async def chart_for(
+        self, verdict: Verdict, incident: Incident, request: ChartRequest | None = None
+    ) -> Chart | None:
         request = request or decisive_signal(verdict.trace)
         if request is None or incident.sources.metrics is None:
             return None
@@ -143,17 +179,25 @@ async def _chart(incident: Incident, verdict: Verdict, request: ChartRequest) ->
     """Read the asked metric around the onset and draw it (runs on a worker thread)."""
     assert incident.sources.metrics is not None
     normal = incident.normal.get(Modality.METRICS)
-    span = Window(min(verdict.window.start, normal.window.start) if normal else verdict.window.start,
-                  verdict.window.end)  # fmt: skip
+    span = Window(
+        min(verdict.window.start, normal.window.start) if normal else verdict.window.start, verdict.window.end
+    )
     series = await incident.sources.metrics.series(MetricQuery(span, (request.entity,)))
     wanted = request.metric.lower()
     picked = [s for s in series if s.metric.lower() == wanted] or [s for s in series if wanted in s.metric.lower()]
     picked = [s for s in picked if s.metric == picked[0].metric] if picked else []
     if not picked or not any(np.isfinite(s.values).any() for s in picked):
         return None
-    onset = min((ev.onset for ev in verdict.trace.evidence_package.evidence
-                 if ev.entity == request.entity and ev.subject == picked[0].metric and ev.onset), default=None)  # fmt: skip
+    onset = min(
+        (
+            ev.onset
+            for ev in verdict.trace.evidence_package.evidence
+            if ev.entity == request.entity and ev.subject == picked[0].metric and ev.onset
+        ),
+        default=None,
+    )
     title = f"{picked[0].metric} of {request.entity}"
-    png = signal_chart(picked, window=verdict.window, title=title, onset=onset,
-                       normal=normal.window if normal else None)  # fmt: skip
+    png = signal_chart(
+        picked, window=verdict.window, title=title, onset=onset, normal=normal.window if normal else None
+    )
     return Chart(png, title)

@@ -36,21 +36,39 @@ from storage.investigations import InvestigationRow
 from storage.schedules import SummarySchedule
 
 log = logging.getLogger("rcabot.slack")
-STORAGE_DOWN = ("⚠️ Storage unavailable: rcabot cannot record an investigation right now, so none was "
-                "started. Nothing is queued; run the command again once the database is back.")  # fmt: skip
+STORAGE_DOWN = (
+    "⚠️ Storage unavailable: rcabot cannot record an investigation right now, so none was "
+    "started. Nothing is queued; run the command again once the database is back."
+)
 
 
 class SlackFront:
-    def __init__(self, desk: Desk, client: AsyncWebClient, *, stream_interval: float = 1.0,
-                 allowed_channels: frozenset[str] = frozenset(), allowed_users: frozenset[str] = frozenset(),
-                 thread_questions: int = 20, schedule: SummarySchedule | None = None, runbooks: Runbooks = NONE,
-                 alerts: AlertStore | None = None, clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    def __init__(
+        self,
+        desk: Desk,
+        client: AsyncWebClient,
+        *,
+        stream_interval: float = 1.0,
+        allowed_channels: frozenset[str] = frozenset(),
+        allowed_users: frozenset[str] = frozenset(),
+        thread_questions: int = 20,
+        schedule: SummarySchedule | None = None,
+        runbooks: Runbooks = NONE,
+        alerts: AlertStore | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.desk = desk
         self.client = client
         self.poster = Poster(client)
         self.people = People(client, allowed_channels=allowed_channels, allowed_users=allowed_users, clock=clock)
-        self.actions = ThreadActions(desk, client, self.people.zone, stream_interval=stream_interval,
-                                     thread_questions=thread_questions, runbooks=runbooks)  # fmt: skip
+        self.actions = ThreadActions(
+            desk,
+            client,
+            self.people.zone,
+            stream_interval=stream_interval,
+            thread_questions=thread_questions,
+            runbooks=runbooks,
+        )
         self.summaries = Summaries(desk, client, schedule, clock=clock)
         self.runbooks = runbooks
         self.alerts = alerts  # where alerts no route took are counted, for /rca status
@@ -82,13 +100,14 @@ class SlackFront:
         text = self.summaries.next_slot(channel)
         unrouted = self.alerts.unrouted_since(self.clock() - DAY) if self.alerts is not None else 0
         if unrouted:
-            text += (f"\n⚠️ {unrouted} Alertmanager notification(s) in the last day matched no route and "
-                     "no default channel (RCABOT_ALERT_ROUTES).")  # fmt: skip
+            text += (
+                f"\n⚠️ {unrouted} Alertmanager notification(s) in the last day matched no route and "
+                "no default channel (RCABOT_ALERT_ROUTES)."
+            )
         return text
 
     # -- /rca <service> <window> -------------------------------------------------------------
-    async def investigate(self, command: RcaCommand, *, channel: str, user: str, team: str,
-                          respond: Respond) -> None:  # fmt: skip
+    async def investigate(self, command: RcaCommand, *, channel: str, user: str, team: str, respond: Respond) -> None:
         try:
             run = await self.desk.open(command.service, command.window, channel=channel, user=user)
         except AlreadyRunning as exc:
@@ -101,12 +120,16 @@ class SlackFront:
             log.error("storage unavailable, /rca %s not started: %s", command.service[:60], exc)
             await reply(respond, STORAGE_DOWN)
             return
-        text, blocks = render.parent(run, "⏳ running — follow the investigation in the thread", await self.people.zone(user))
+        text, blocks = render.parent(
+            run, "⏳ running — follow the investigation in the thread", await self.people.zone(user)
+        )
         try:
             posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=blocks)
         except SlackApiError as exc:
-            await reply(respond, f"I cannot post in this channel ({exc.response.get('error')}); "
-                        "invite me with `/invite @rcabot`.")  # fmt: skip
+            await reply(
+                respond,
+                f"I cannot post in this channel ({exc.response.get('error')}); invite me with `/invite @rcabot`.",
+            )
             await self._drain(run)
             return
         ts = str(posted["ts"])
@@ -114,9 +137,20 @@ class SlackFront:
         await self._run(run, ts, team=team)
 
     # -- investigations an alert started -----------------------------------------------------
-    async def investigate_alert(self, *, channel: str, service: str, service_label: str, headline: str, alerts: int,
-                                reach: float, began_ago: float, severity: str = "",
-                                links: tuple[tuple[str, str], ...] = (), thread_ts: str = "") -> tuple[str, str]:  # fmt: skip
+    async def investigate_alert(
+        self,
+        *,
+        channel: str,
+        service: str,
+        service_label: str,
+        headline: str,
+        alerts: int,
+        reach: float,
+        began_ago: float,
+        severity: str = "",
+        links: tuple[tuple[str, str], ...] = (),
+        thread_ts: str = "",
+    ) -> tuple[str, str]:
         """Post the alert into the channel (or, fired again, into its group's thread `thread_ts`)
         and investigate it in that thread, over a window that ends now and reaches back `reach`
         seconds, the symptom having begun `began_ago` seconds ago. `links`: (label, URL) pairs
@@ -124,31 +158,54 @@ class SlackFront:
         "" when none ran: the alert names no known service, or one is already running here)."""
         sev = f"[{blockkit.plain(severity[:20])}] " if severity else ""
         again = "again " if thread_ts else ""
-        head = f"🚨 Alert {again}{sev}: {blockkit.plain(headline[:300])}" + (f" ({alerts} alerts)" if alerts > 1 else "")
+        head = f"🚨 Alert {again}{sev}: {blockkit.plain(headline[:300])}" + (
+            f" ({alerts} alerts)" if alerts > 1 else ""
+        )
         shown = " · ".join(f"<{url}|{label}>" for label, url in links if url)
         try:
-            posted = await self.client.chat_postMessage(channel=channel, text=head[:3000], thread_ts=thread_ts or None, blocks=[
-                blockkit.section(f"*{head}*"), blockkit.context(f"from Alertmanager · service label `{service_label}`: "
-                                                            f"`{blockkit.plain(service[:200]) or 'none'}`"
-                                                            + (f" · {shown}" if shown else ""))])  # fmt: skip
+            posted = await self.client.chat_postMessage(
+                channel=channel,
+                text=head[:3000],
+                thread_ts=thread_ts or None,
+                blocks=[
+                    blockkit.section(f"*{head}*"),
+                    blockkit.context(
+                        f"from Alertmanager · service label `{service_label}`: "
+                        f"`{blockkit.plain(service[:200]) or 'none'}`" + (f" · {shown}" if shown else "")
+                    ),
+                ],
+            )
         except SlackApiError as exc:
             log.warning("cannot post an alert into %s: %s", channel[:40], exc.response.get("error"))
             return "", ""
         ts = thread_ts or str(posted["ts"])
         if not service:
-            await self.poster.post(channel, ts, "no service", [blockkit.context(
-                f"The alert carries no `{service_label}` label, so there is no service to investigate.")])  # fmt: skip
+            await self.poster.post(
+                channel,
+                ts,
+                "no service",
+                [
+                    blockkit.context(
+                        f"The alert carries no `{service_label}` label, so there is no service to investigate."
+                    )
+                ],
+            )
             return ts, ""
         now = await self.desk.telemetry.now()
         try:
-            run = await self.desk.open(service, f"{max(60, round(reach))}s", channel=channel, user=ALERTMANAGER,
-                                       alert_time=now - began_ago)  # fmt: skip
+            run = await self.desk.open(
+                service, f"{max(60, round(reach))}s", channel=channel, user=ALERTMANAGER, alert_time=now - began_ago
+            )
         except AlreadyRunning as exc:
             await self.poster.post(channel, ts, "already running", [blockkit.context(await self._already(exc))])
             return ts, exc.run.id if exc.run is not None else ""
         except InputError as exc:
-            await self.poster.post(channel, ts, "cannot investigate", [blockkit.context(
-                f"Not investigated: {blockkit.plain(str(exc))[:500]}")])  # fmt: skip
+            await self.poster.post(
+                channel,
+                ts,
+                "cannot investigate",
+                [blockkit.context(f"Not investigated: {blockkit.plain(str(exc))[:500]}")],
+            )
             return ts, ""
         except StorageError as exc:
             log.error("storage unavailable, alert on %s not investigated: %s", service[:60], exc)
@@ -170,9 +227,13 @@ class SlackFront:
     async def alerts_folded(self, channel: str, *, ts: str, names: tuple[str, ...], per_minute: int) -> str:
         """The channel's one line for alerts beyond its threads a minute, naming them: posted,
         then updated."""
-        shown = ", ".join(blockkit.plain(n[:80]) for n in names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-        text = (f"🔕 {len(names)} more alert group(s) grouped here: {shown}. This channel opens at most {per_minute} "
-                "investigation threads a minute; `/rca <service>` investigates one by hand.")  # fmt: skip
+        shown = ", ".join(blockkit.plain(n[:80]) for n in names[:10]) + (
+            f" and {len(names) - 10} more" if len(names) > 10 else ""
+        )
+        text = (
+            f"🔕 {len(names)} more alert group(s) grouped here: {shown}. This channel opens at most {per_minute} "
+            "investigation threads a minute; `/rca <service>` investigates one by hand."
+        )
         try:
             if ts:
                 await self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[blockkit.context(text)])
@@ -190,7 +251,9 @@ class SlackFront:
         link = ""
         if row is not None and row.thread_ts:
             try:
-                link = str((await self.client.chat_getPermalink(channel=row.channel, message_ts=row.thread_ts))["permalink"])
+                link = str(
+                    (await self.client.chat_getPermalink(channel=row.channel, message_ts=row.thread_ts))["permalink"]
+                )
             except SlackApiError:
                 link = ""
         where = f"<{link}|its thread>" if link else "its thread"
@@ -201,17 +264,30 @@ class SlackFront:
         async for _ in self.desk.investigate(run):
             pass
 
-    async def _run(self, run: Run, ts: str, *, team: str, parent_ts: str = "", live: bool = True,
-                   resume: bool = False) -> None:  # fmt: skip
-        stream = ThreadStream(self.client, channel=run.channel, thread_ts=ts, team_id=team, user_id=run.user,
-                              interval=self.stream_interval, stream=live)  # fmt: skip
+    async def _run(
+        self, run: Run, ts: str, *, team: str, parent_ts: str = "", live: bool = True, resume: bool = False
+    ) -> None:
+        stream = ThreadStream(
+            self.client,
+            channel=run.channel,
+            thread_ts=ts,
+            team_id=team,
+            user_id=run.user,
+            interval=self.stream_interval,
+            stream=live,
+        )
         narrator = Narrator()
         if resume:
-            await stream.add("↪ The bot replica narrating this investigation stopped; this one goes on from where it was.")
+            await stream.add(
+                "↪ The bot replica narrating this investigation stopped; this one goes on from where it was."
+            )
         else:
             queued = self.desk.queued_ahead()
-            await stream.add(f"Reading telemetry of *{blockkit.plain(run.service)}* and its neighbours"
-                             + (f" (queued behind {queued} investigation(s))" if queued else "") + "…")  # fmt: skip
+            await stream.add(
+                f"Reading telemetry of *{blockkit.plain(run.service)}* and its neighbours"
+                + (f" (queued behind {queued} investigation(s))" if queued else "")
+                + "…"
+            )
         finished = False
         try:
             async for event in self.desk.investigate(run, resume=resume):
@@ -229,8 +305,16 @@ class SlackFront:
         except Exception as exc:
             await self._failed(run, None, ts, parent_ts or ts, exc, after_verdict=True)
 
-    async def _failed(self, run: Run, stream: ThreadStream | None, thread_ts: str, parent_ts: str, exc: Exception,
-                      *, after_verdict: bool = False) -> None:  # fmt: skip
+    async def _failed(
+        self,
+        run: Run,
+        stream: ThreadStream | None,
+        thread_ts: str,
+        parent_ts: str,
+        exc: Exception,
+        *,
+        after_verdict: bool = False,
+    ) -> None:
         """Say in the thread what failed and what to do, close its stream, mark the parent."""
         what, todo = failure(exc)
         if isinstance(exc, RcaError | StorageError):
@@ -247,12 +331,21 @@ class SlackFront:
 
     async def _post_verdict(self, run: Run, ts: str, parent_ts: str) -> None:
         verdict, incident = await self.desk.casebook.verdict_and_incident(run.id)  # one lookup and audit for both
-        text, blocks = render.verdict(verdict, runbook=runbook_for(self.runbooks, verdict), tz=await self.people.zone(run.user))
+        text, blocks = render.verdict(
+            verdict, runbook=runbook_for(self.runbooks, verdict), tz=await self.people.zone(run.user)
+        )
         await self.poster.post(run.channel, ts, text, blocks)
-        await self.poster.chart(run.channel, ts, await self.desk.followups.chart_for(verdict, incident),
-                          "The root cause's most anomalous signal")  # fmt: skip
-        status = (f"✅ done — {blockkit.plain(render.headline(verdict))} · STAR S {verdict.audit.score:.2f}"
-                  if verdict.trace.decision.ranking else "✅ done — no root cause found")  # fmt: skip
+        await self.poster.chart(
+            run.channel,
+            ts,
+            await self.desk.followups.chart_for(verdict, incident),
+            "The root cause's most anomalous signal",
+        )
+        status = (
+            f"✅ done — {blockkit.plain(render.headline(verdict))} · STAR S {verdict.audit.score:.2f}"
+            if verdict.trace.decision.ranking
+            else "✅ done — no root cause found"
+        )
         await self._update_parent(run, parent_ts, status)
 
     # -- queued investigations whose narrating replica stopped ---------------------------------
@@ -294,7 +387,9 @@ class SlackFront:
         try:
             run = await self.desk.reopen(investigation, user=user)
         except InputError as exc:
-            await self.poster.post(channel, row.thread_ts, str(exc), [blockkit.section(f"Cannot resume: {blockkit.plain(str(exc))}")])
+            await self.poster.post(
+                channel, row.thread_ts, str(exc), [blockkit.section(f"Cannot resume: {blockkit.plain(str(exc))}")]
+            )
             return
         await self.desk.set_thread(run.id, parent_ts=row.parent_ts, thread_ts=row.thread_ts)
         await self._run(run, row.thread_ts, team=team, parent_ts=row.parent_ts)

@@ -44,20 +44,30 @@ async def do_eval(args: argparse.Namespace) -> int:
     reasoner = reasoner_of(args)
     budget = args.budget
     engines = [build_engine(n, reasoner=reasoner, read_budget=budget) for n in args.engine.split(",") if n.strip()]
-    engines += [build_engine("lats", ablation=a.strip(), reasoner=reasoner, read_budget=budget)
-                for a in args.ablate.split(",") if a.strip()]  # fmt: skip
+    engines += [
+        build_engine("lats", ablation=a.strip(), reasoner=reasoner, read_budget=budget)
+        for a in args.ablate.split(",")
+        if a.strip()
+    ]
     if args.repair:
-        engines += [build_engine(n, repair=True, reasoner=reasoner, read_budget=budget)
-                    for n in args.engine.split(",") if n.strip() in VARIANTS]  # fmt: skip
-    engines += [build_engine(n.strip(), reasoner=reasoner, seed=seed, read_budget=budget) for seed in args.seeds
-                for n in args.engine.split(",") if n.strip() in VARIANTS]  # fmt: skip
-    protocol = parse_protocol(args.protocol, args.hide, resample=args.resample, vocabulary=args.vocabulary,
-                              fleet=args.fleet, drift=args.drift)  # fmt: skip
+        engines += [
+            build_engine(n, repair=True, reasoner=reasoner, read_budget=budget)
+            for n in args.engine.split(",")
+            if n.strip() in VARIANTS
+        ]
+    engines += [
+        build_engine(n.strip(), reasoner=reasoner, seed=seed, read_budget=budget)
+        for seed in args.seeds
+        for n in args.engine.split(",")
+        if n.strip() in VARIANTS
+    ]
+    protocol = parse_protocol(
+        args.protocol, args.hide, resample=args.resample, vocabulary=args.vocabulary, fleet=args.fleet, drift=args.drift
+    )
     broken: list[BrokenCase] = []
     cases = [c for c in find_cases(args.path, broken=broken) if args.match in c.id]
     broken = [b for b in broken if args.match in b.id]
-    results = await evaluate(engines, cases, protocol=protocol, progress=ProgressBar(), broken=broken,
-                             audit=args.audit)  # fmt: skip
+    results = await evaluate(engines, cases, protocol=protocol, progress=ProgressBar(), broken=broken, audit=args.audit)
     rows = summaries(results)
     print(f"protocol: {protocol.name}")
     print(render_table(rows))
@@ -103,9 +113,11 @@ def do_calibrate(args: argparse.Namespace) -> int:
     if not rows:
         raise InputError(f"no first places of {args.engine} in {', '.join(str(p) for p in args.results)}")
     sets = sorted({d for d, *_ in rows})
-    calibration = fit([(f, ok) for *_, f, ok in rows],
-                      fitted_on=f"{len(rows)} first places of {args.engine}: {', '.join(sets)}; "
-                                f"protocols {' | '.join(sorted({p for _, p, *_ in rows}))}")  # fmt: skip
+    calibration = fit(
+        [(f, ok) for *_, f, ok in rows],
+        fitted_on=f"{len(rows)} first places of {args.engine}: {', '.join(sets)}; "
+        f"protocols {' | '.join(sorted({p for _, p, *_ in rows}))}",
+    )
     print(render_fit(rows, calibration))
     print(f"likely from p >= {calibration.likely:.3f}; weights {', '.join(f'{w:.3f}' for w in calibration.weights)}")
     if args.out:

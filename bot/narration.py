@@ -63,13 +63,18 @@ class Narrator:
             if event.top and event.top[0][:2] != self._lead:
                 self._lead = event.top[0][:2]
                 rest = ", ".join(s for s, _, _ in event.top[1:3])
-                out.append(f"⚖️ now suspects *{event.top[0][0]}* ({event.top[0][1]})" + (f", then {rest}" if rest else ""))
+                out.append(
+                    f"⚖️ now suspects *{event.top[0][0]}* ({event.top[0][1]})" + (f", then {rest}" if rest else "")
+                )
             return out
         if isinstance(event, IterationStarted):
             return self._flush()
         if isinstance(event, Handoff):
-            return [*self._flush(), f"🔀 {AGENT.get(str(event.source), str(event.source))} hands over to "
-                                    f"{AGENT.get(str(event.target), str(event.target))}: {_clip(_METER.sub('', event.reason), 100)}"]  # fmt: skip
+            return [
+                *self._flush(),
+                f"🔀 {AGENT.get(str(event.source), str(event.source))} hands over to "
+                f"{AGENT.get(str(event.target), str(event.target))}: {_clip(_METER.sub('', event.reason), 100)}",
+            ]
         if isinstance(event, Finished):
             return [*self._flush(), f"✅ {_clip(event.summary, 200)}"]
         if isinstance(event, Restarted):
@@ -84,8 +89,11 @@ class Narrator:
         if not turn.read:
             return []
         names = ", ".join(turn.read[:NAMED]) + (f" (+{len(turn.read) - NAMED} more)" if len(turn.read) > NAMED else "")
-        found = (f"strongest: *{turn.best[1]}*: {_clip(readable(turn.best[2]), 110)}" if turn.best is not None
-                 else "nothing abnormal")  # fmt: skip
+        found = (
+            f"strongest: *{turn.best[1]}*: {_clip(readable(turn.best[2]), 110)}"
+            if turn.best is not None
+            else "nothing abnormal"
+        )
         return [f"{AGENT.get(turn.agent, turn.agent)} read {names} — {found}"]
 
 

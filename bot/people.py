@@ -17,8 +17,14 @@ GROUP_TTL = 300.0  # seconds a user group's members are trusted before they are 
 
 
 class People:
-    def __init__(self, client: AsyncWebClient, *, allowed_channels: frozenset[str] = frozenset(),
-                 allowed_users: frozenset[str] = frozenset(), clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        *,
+        allowed_channels: frozenset[str] = frozenset(),
+        allowed_users: frozenset[str] = frozenset(),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.client = client
         self.allowed_channels = allowed_channels
         self.allowed_users = allowed_users  # user ids, and user-group ids (S...)

@@ -90,14 +90,17 @@ class JobQueue:
             if not batch:
                 status = await Job(run_id, redis, _queue_name=QUEUE).status()
                 if status is JobStatus.not_found:
-                    raise JobLost(f"the job queue no longer holds investigation {run_id} (was Redis restarted?); "
-                                  "run the command again")  # fmt: skip
+                    raise JobLost(
+                        f"the job queue no longer holds investigation {run_id} (was Redis restarted?); "
+                        "run the command again"
+                    )
                 continue
             for entry, values in batch[0][1]:
                 last = entry.decode() if isinstance(entry, bytes) else str(entry)
                 doc = json.loads(values[b"doc"])
-                p = Progress(event_from_json(doc["event"]) if doc.get("event") else None, str(doc.get("error", "")),
-                             last)  # fmt: skip
+                p = Progress(
+                    event_from_json(doc["event"]) if doc.get("event") else None, str(doc.get("error", "")), last
+                )
                 yield p
                 if p.error or isinstance(p.event, Finished):
                     return

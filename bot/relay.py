@@ -25,8 +25,9 @@ QUEUE_RECONNECT = 2.0
 
 
 class Relay:
-    def __init__(self, queue: JobQueue | None, *, store: Store, lease: float = 30.0,
-                 clock: Callable[[], float]) -> None:  # fmt: skip
+    def __init__(
+        self, queue: JobQueue | None, *, store: Store, lease: float = 30.0, clock: Callable[[], float]
+    ) -> None:
         self.queue = queue  # None: investigations run in this process and there is nothing to relay
         self.store = store
         self.lease = lease
@@ -80,12 +81,15 @@ class Relay:
                     now = self.clock()
                     if down_since is None:
                         down_since = now
-                        yield Waiting(f"the job queue cannot be reached ({type(exc).__name__}); "
-                                      f"waiting up to {QUEUE_PATIENCE:.0f} s for it")  # fmt: skip
+                        yield Waiting(
+                            f"the job queue cannot be reached ({type(exc).__name__}); "
+                            f"waiting up to {QUEUE_PATIENCE:.0f} s for it"
+                        )
                     elif now - down_since > QUEUE_PATIENCE:
                         await asyncio.to_thread(store.fail, run.id, f"job queue unavailable: {exc}")
-                        raise RcaError(f"the job queue is unavailable ({type(exc).__name__}); "
-                                       "run the command again") from exc  # fmt: skip
+                        raise RcaError(
+                            f"the job queue is unavailable ({type(exc).__name__}); run the command again"
+                        ) from exc
                     await asyncio.sleep(QUEUE_RECONNECT)
         finally:
             keeper.cancel()
@@ -93,8 +97,7 @@ class Relay:
     async def claim(self, id: str) -> bool:
         """Take the lease on an investigation's thread (False: another replica has it)."""
         now = self.clock()
-        return bool(await asyncio.to_thread(self.store.lease, id, owner=self.replica, until=now + self.lease,
-                                            now=now))  # fmt: skip
+        return bool(await asyncio.to_thread(self.store.lease, id, owner=self.replica, until=now + self.lease, now=now))
 
     async def orphans(self) -> list[InvestigationRow]:
         """Queued investigations whose narrating replica stopped renewing its lease."""

@@ -32,14 +32,16 @@ def parent(run: Run, status: str, tz: str = "UTC") -> tuple[str, list[Block]]:
 
 
 # -- the verdict -----------------------------------------------------------------------------
-CONFIDENCE_NOTE = ("% = how often first places like this one were right on evaluated incidents; "
-                   "the reasoning check audits how the verdict was reached")  # fmt: skip
+CONFIDENCE_NOTE = (
+    "% = how often first places like this one were right on evaluated incidents; "
+    "the reasoning check audits how the verdict was reached"
+)
 
 
 def headline(v: Verdict, *, repaired: bool = False) -> str:
-    """"Likely cause: X" only where that is earned (no tie, and first places like it were right
-    95 % of the time); else "Unsure: X or Y", naming what the evidence cannot tell apart, or
-    the first two."""
+    """The headline: "Likely cause: X" only where that is earned (no tie, and first places
+    like it were right 95 % of the time); else "Unsure: X or Y", naming what the evidence
+    cannot tell apart, or the first two."""
     ranking = v.trace.decision.ranking
     service, fault = ranking[0][0], ranking[0][1]
     p = f"{v.probability:.0%}"
@@ -51,23 +53,32 @@ def headline(v: Verdict, *, repaired: bool = False) -> str:
     return f"{word}: {either(names)} — first place {service}, {_fault(fault)} ({p})"
 
 
-def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = None,
-            tz: str = "UTC") -> tuple[str, list[Block]]:  # fmt: skip
+def verdict(
+    v: Verdict, *, repaired: bool = False, runbook: Runbook | None = None, tz: str = "UTC"
+) -> tuple[str, list[Block]]:
     """The verdict, to act on at a glance: the lead cause and why, the path to the symptom, what
     to check or do next, whether the reasoning holds, and the buttons."""
     t = v.trace
     ranking = t.decision.ranking
     if not ranking:
         text = f"No root cause found for {v.service}"
-        return text, limit([section(f"*{text}*: nothing anomalous was found in what could be read."),
-                            *_missing(t), context(_audit_line(v.audit)), _buttons(v.id, repair=False)])  # fmt: skip
+        return text, limit(
+            [
+                section(f"*{text}*: nothing anomalous was found in what could be read."),
+                *_missing(t),
+                context(_audit_line(v.audit)),
+                _buttons(v.id, repair=False),
+            ]
+        )
     service, fault, _, _ = ranking[0]
     head = headline(v, repaired=repaired)
     others = ", ".join(f"{plain(s)} ({_fault(f)})" for s, f, _, _ in ranking[1:3])
     blocks = [{"type": "header", "text": {"type": "plain_text", "text": clip(head, 150)}}]
     if v.standing is not None and v.standing.doubtful and not repaired:
         blocks.append(section(doubt(v.audit, v.standing)))
-    blocks.append(section(f"*Why*\n{_why(t, tz, v.window.end)}" + (f"\n_Other candidates_: {others}" if others else "")))
+    blocks.append(
+        section(f"*Why*\n{_why(t, tz, v.window.end)}" + (f"\n_Other candidates_: {others}" if others else ""))
+    )
     path = _chain(t, tz, v.window.end)
     if path:
         blocks.append(section(f"*Path to the symptom*\n{path}"))
@@ -84,9 +95,17 @@ def verdict(v: Verdict, *, repaired: bool = False, runbook: Runbook | None = Non
     return head, limit(blocks)
 
 
-_FAULTS = {"cpu": "CPU saturation", "memory": "memory pressure", "disk": "disk pressure",
-           "network_delay": "network delay", "network_loss": "packet loss", "exception": "errors (exceptions)",
-           "wrong_result": "wrong results (code fault)", "overload": "overload", "unknown": "fault of unknown kind"}  # fmt: skip
+_FAULTS = {
+    "cpu": "CPU saturation",
+    "memory": "memory pressure",
+    "disk": "disk pressure",
+    "network_delay": "network delay",
+    "network_loss": "packet loss",
+    "exception": "errors (exceptions)",
+    "wrong_result": "wrong results (code fault)",
+    "overload": "overload",
+    "unknown": "fault of unknown kind",
+}
 
 
 def _fault(fault: str) -> str:
@@ -167,8 +186,10 @@ def runbook_answer(service: str, runbook: Runbook | None, asked: Sequence[str]) 
     """The team's own answer about a service, from RCABOT_RUNBOOKS: owner, dashboard, runbook,
     rollback, each asked for (what the file does not hold is said so)."""
     if runbook is None:
-        return (f"RCABOT_RUNBOOKS holds nothing for {plain(service)} (nor a `\"*\"` entry), so I cannot say "
-                f"its {' or '.join(asked)}; the operator can add it there.")  # fmt: skip
+        return (
+            f'RCABOT_RUNBOOKS holds nothing for {plain(service)} (nor a `"*"` entry), so I cannot say '
+            f"its {' or '.join(asked)}; the operator can add it there."
+        )
     lines = []
     for field in asked:
         value = getattr(runbook, field)
@@ -194,17 +215,25 @@ def doubt(a: Audit, standing: Standing) -> str:
     """The plain warning on a verdict the audit trusts less than most: how much less, the check
     that fell shortest (the telemetry's own, where one did), and the way to re-check it."""
     failed = sorted((c for c in a.criteria if c.violated), key=lambda c: (c.name not in TELEMETRY_CHECKS, c.score))
-    check = f" Weakest check: *{failed[0].name.replace('_', ' ')}*: {plain(clip(failed[0].explanation, 200))}." if failed else ""
-    return (f"⚠️ *This verdict may be wrong.* The reasoning check trusts it less than {standing.above} of this "
-            f"bot's last {standing.of} verdicts (trust {a.trust:.2f}).{check} *Re-check reasoning* audits each step again and mends a broken one; "
-            "*Run checks* tests the leading causes against each other.")  # fmt: skip
+    check = (
+        f" Weakest check: *{failed[0].name.replace('_', ' ')}*: {plain(clip(failed[0].explanation, 200))}."
+        if failed
+        else ""
+    )
+    return (
+        f"⚠️ *This verdict may be wrong.* The reasoning check trusts it less than {standing.above} of this "
+        f"bot's last {standing.of} verdicts (trust {a.trust:.2f}).{check} *Re-check reasoning* audits each step again and mends a broken one; "
+        "*Run checks* tests the leading causes against each other."
+    )
 
 
 def learnt(v: Verdict) -> str:
     """Where the verdict's probability comes from, once engineers' marks have taught it."""
     n = v.calibrated.marks
-    return (f"The {v.probability:.0%} is learnt from {n} earlier verdict{'s' if n != 1 else ''} marked right or wrong "
-            "here, beside how often first places like this were right where rcabot was measured")  # fmt: skip
+    return (
+        f"The {v.probability:.0%} is learnt from {n} earlier verdict{'s' if n != 1 else ''} marked right or wrong "
+        "here, beside how often first places like this were right where rcabot was measured"
+    )
 
 
 def _audit_line(a: Audit, *, unsure: bool = False) -> str:
@@ -217,8 +246,10 @@ def _audit_line(a: Audit, *, unsure: bool = False) -> str:
         if blamed is not None and blamed.violations:
             weak = f"; weakest part: {blamed.stage.replace('_', ' ')} ({plain(clip(blamed.violations[0].explanation, 160))})"
         if unsure:
-            return (f"☑️ Reasoning well formed (score {a.score:.2f} of 1), but the telemetry does not settle the "
-                    f"first place (support {a.support:.0%}){weak} · *Run checks* tests the leaders against each other")  # fmt: skip
+            return (
+                f"☑️ Reasoning well formed (score {a.score:.2f} of 1), but the telemetry does not settle the "
+                f"first place (support {a.support:.0%}){weak} · *Run checks* tests the leaders against each other"
+            )
         return f"✅ Reasoning checked: OK (score {a.score:.2f} of 1, telemetry support {a.support:.0%}){weak}"
     stage = blamed.stage.replace("_", " ") if blamed is not None else "no single stage"
     why = plain(clip(blamed.violations[0].explanation, 200)) if blamed is not None and blamed.violations else ""
@@ -226,8 +257,10 @@ def _audit_line(a: Audit, *, unsure: bool = False) -> str:
     if unmet is not None:  # a requirement no score makes up for: name it, not the stage that scored worst
         stage = unmet.stage.replace("_", " ")
         why = f"{unmet.name.replace('_', ' ')}: {plain(clip(unmet.explanation, 200))}"
-    return (f"⚠️ Reasoning weak at {stage}{': ' + why if why else ''} (score {a.score:.2f} of 1, "
-            f"telemetry support {a.support:.0%}) · *Re-check reasoning* audits each step again")  # fmt: skip
+    return (
+        f"⚠️ Reasoning weak at {stage}{': ' + why if why else ''} (score {a.score:.2f} of 1, "
+        f"telemetry support {a.support:.0%}) · *Re-check reasoning* audits each step again"
+    )
 
 
 def _missing(t: Trace) -> list[Block]:
@@ -238,18 +271,36 @@ def _missing(t: Trace) -> list[Block]:
 def _buttons(id: str, *, repair: bool) -> Block:
     elements = []
     if repair:
-        elements.append({"type": "button", "action_id": REPAIR, "value": id, "style": "primary",
-                         "text": {"type": "plain_text", "text": "Re-check reasoning"}})  # fmt: skip
-        elements.append({"type": "button", "action_id": VERIFY, "value": id,
-                         "text": {"type": "plain_text", "text": "Run checks"}})  # fmt: skip
-    elements.append({"type": "button", "action_id": CORRECT, "value": id,
-                     "text": {"type": "plain_text", "text": "✓ Right"}})  # fmt: skip
-    elements.append({"type": "button", "action_id": WRONG, "value": id, "style": "danger",
-                     "text": {"type": "plain_text", "text": "✗ Wrong"}})  # fmt: skip
+        elements.append(
+            {
+                "type": "button",
+                "action_id": REPAIR,
+                "value": id,
+                "style": "primary",
+                "text": {"type": "plain_text", "text": "Re-check reasoning"},
+            }
+        )
+        elements.append(
+            {"type": "button", "action_id": VERIFY, "value": id, "text": {"type": "plain_text", "text": "Run checks"}}
+        )
+    elements.append(
+        {"type": "button", "action_id": CORRECT, "value": id, "text": {"type": "plain_text", "text": "✓ Right"}}
+    )
+    elements.append(
+        {
+            "type": "button",
+            "action_id": WRONG,
+            "value": id,
+            "style": "danger",
+            "text": {"type": "plain_text", "text": "✗ Wrong"},
+        }
+    )
     return {"type": "actions", "block_id": f"verdict:{id}", "elements": elements}
 
 
 def footer(cost: Cost, engine: str) -> str:
-    return (f"engine {engine} · {cost.seconds:.1f} s · {cost.iterations} iterations · {cost.evidence_items} "
-            f"evidence items · {cost.llm_calls} model calls, {cost.llm_input_tokens} in / "
-            f"{cost.llm_output_tokens} out / {cost.llm_cached_tokens} cached tokens")  # fmt: skip
+    return (
+        f"engine {engine} · {cost.seconds:.1f} s · {cost.iterations} iterations · {cost.evidence_items} "
+        f"evidence items · {cost.llm_calls} model calls, {cost.llm_input_tokens} in / "
+        f"{cost.llm_output_tokens} out / {cost.llm_cached_tokens} cached tokens"
+    )

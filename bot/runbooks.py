@@ -31,7 +31,9 @@ from rca.errors import InputError
 
 FIELDS = ("owner", "dashboard", "runbook", "rollback")
 _ASKED = {
-    "owner": re.compile(r"\bwho\b.*\bowns?\b|\bowners?\b|\bownership\b|\bon.?call for\b|\bwho (do|should) (i|we) (page|call|ping)"),
+    "owner": re.compile(
+        r"\bwho\b.*\bowns?\b|\bowners?\b|\bownership\b|\bon.?call for\b|\bwho (do|should) (i|we) (page|call|ping)"
+    ),
     "dashboard": re.compile(r"\bdashboards?\b|\bgrafana\b"),
     "runbook": re.compile(r"\brunbooks?\b|\bplaybooks?\b"),
     "rollback": re.compile(r"\broll ?back\b|\brevert\b|\bundo the (deploy|release)\b"),

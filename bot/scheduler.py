@@ -41,9 +41,14 @@ def daily(at: str, tz: str) -> str:
     return f"{int(match.group(2))} {int(match.group(1))} * * *"
 
 
-async def run_summaries(schedule: SummarySchedule, post: Callable[[str], Awaitable[None]], *,
-                        clock: Callable[[], float] = time.time,
-                        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, poll: float = POLL) -> None:  # fmt: skip
+async def run_summaries(
+    schedule: SummarySchedule,
+    post: Callable[[str], Awaitable[None]],
+    *,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    poll: float = POLL,
+) -> None:
     """Post each subscribed channel's summary when its slot comes, forever. The slot is claimed
     in the database before the post, so processes sharing it post once per slot between them,
     and a slot that passed while no process ran is posted at the next start. A failing post is

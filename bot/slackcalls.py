@@ -27,9 +27,16 @@ class Poster:
     async def chart(self, channel: str, thread_ts: str, chart: Chart | None, comment: str) -> None:
         if chart is None:
             return
-        await call(self.client.files_upload_v2(
-            channel=channel, thread_ts=thread_ts, content=chart.png, filename="rcabot-chart.png",
-            title=chart.title, initial_comment=blockkit.plain(comment[:200])))  # fmt: skip
+        await call(
+            self.client.files_upload_v2(
+                channel=channel,
+                thread_ts=thread_ts,
+                content=chart.png,
+                filename="rcabot-chart.png",
+                title=chart.title,
+                initial_comment=blockkit.plain(comment[:200]),
+            )
+        )
 
 
 async def call(request: Awaitable[Any]) -> None:

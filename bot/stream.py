@@ -24,9 +24,18 @@ UPDATE_MAX = 3500  # characters of the fallback message; the oldest lines scroll
 
 
 class ThreadStream:
-    def __init__(self, client: AsyncWebClient, *, channel: str, thread_ts: str, team_id: str = "",
-                 user_id: str = "", interval: float = 1.0, stream: bool = True,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        *,
+        channel: str,
+        thread_ts: str,
+        team_id: str = "",
+        user_id: str = "",
+        interval: float = 1.0,
+        stream: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._client = client
         self._channel = channel
         self._thread_ts = thread_ts
@@ -99,8 +108,12 @@ class ThreadStream:
             try:
                 if self._stream is None:
                     self._stream = await self._client.chat_stream(
-                        channel=self._channel, thread_ts=self._thread_ts, buffer_size=1,
-                        recipient_team_id=self._team_id or None, recipient_user_id=self._user_id or None)  # fmt: skip
+                        channel=self._channel,
+                        thread_ts=self._thread_ts,
+                        buffer_size=1,
+                        recipient_team_id=self._team_id or None,
+                        recipient_user_id=self._user_id or None,
+                    )
                 await self._stream.append(markdown_text=chunk)
                 self._text += chunk
                 return
@@ -110,8 +123,9 @@ class ThreadStream:
         text = self._text if len(self._text) <= UPDATE_MAX else "…" + self._text[-UPDATE_MAX:]
         try:
             if self._fallback_ts is None:
-                resp = await self._client.chat_postMessage(channel=self._channel, thread_ts=self._thread_ts,
-                                                           text=text, mrkdwn=True)  # fmt: skip
+                resp = await self._client.chat_postMessage(
+                    channel=self._channel, thread_ts=self._thread_ts, text=text, mrkdwn=True
+                )
                 self._fallback_ts = str(resp["ts"])
             else:
                 await self._client.chat_update(channel=self._channel, ts=self._fallback_ts, text=text)

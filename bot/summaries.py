@@ -20,8 +20,14 @@ DAY = 86400.0
 
 
 class Summaries:
-    def __init__(self, desk: Desk, client: AsyncWebClient, schedule: SummarySchedule | None, *,
-                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    def __init__(
+        self,
+        desk: Desk,
+        client: AsyncWebClient,
+        schedule: SummarySchedule | None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.desk = desk
         self.client = client
         self.schedule = schedule
@@ -35,8 +41,9 @@ class Summaries:
             sub = await asyncio.to_thread(self.schedule.subscription, channel) if self.schedule is not None else None
         except StorageError:
             sub = None
-        text, blocks = replies.summary(await self.desk.summary(start=end - DAY, end=end, channel=channel),
-                                      tz=sub.tz if sub is not None else "UTC")  # fmt: skip
+        text, blocks = replies.summary(
+            await self.desk.summary(start=end - DAY, end=end, channel=channel), tz=sub.tz if sub is not None else "UTC"
+        )
         await call(self.client.chat_postMessage(channel=channel, text=text, blocks=blocks))
 
     async def subscribe(self, *, channel: str, user: str, at: str | None, tz: str) -> str:
@@ -50,12 +57,20 @@ class Summaries:
             cron = scheduler.daily(at, tz)
         except InputError as exc:
             return blockkit.plain(str(exc))
-        sub = await asyncio.to_thread(self.schedule.subscribe, channel, cron=cron, tz=tz, user=user,
-                                      now=self.clock())  # fmt: skip
+        sub = await asyncio.to_thread(self.schedule.subscribe, channel, cron=cron, tz=tz, user=user, now=self.clock())
         when = blockkit.clock(sub.next_run, sub.tz)
-        await call(self.client.chat_postMessage(channel=channel, text=f"daily RCA summary at {at} {tz}", blocks=[
-            blockkit.context(f"<@{user}> asked for this channel's RCA summary every day at {at} {tz}; "
-                             f"the first is {when}. `/rca summary off` stops it.")]))  # fmt: skip
+        await call(
+            self.client.chat_postMessage(
+                channel=channel,
+                text=f"daily RCA summary at {at} {tz}",
+                blocks=[
+                    blockkit.context(
+                        f"<@{user}> asked for this channel's RCA summary every day at {at} {tz}; "
+                        f"the first is {when}. `/rca summary off` stops it."
+                    )
+                ],
+            )
+        )
         return f"Done: this channel's summary every day at {at} {tz}, first {when}."
 
     async def run(self) -> None:

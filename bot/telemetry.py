@@ -100,25 +100,37 @@ class LiveConfig:
 
     @property
     def any(self) -> bool:
-        return bool(self.prometheus_url or self.loki_url or self.log_dir or self.jaeger_url or self.otlp
-                    or self.topology)  # fmt: skip
+        return bool(
+            self.prometheus_url or self.loki_url or self.log_dir or self.jaeger_url or self.otlp or self.topology
+        )
 
 
 NORMAL_LOOKBACK = 3600.0
-SERVICES_TTL = 60.0  # seconds service discovery is reused  # the hour before the window is the normal period of a live backend
+SERVICES_TTL = (
+    60.0  # seconds service discovery is reused  # the hour before the window is the normal period of a live backend
+)
 
 
 class LiveTelemetry:
     """Live backends over an optional recorded base (which supplies what the backends do not)."""
 
-    def __init__(self, live: LiveConfig, *, base: ReplayTelemetry | None = None, now: float | None = None,
-                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    def __init__(
+        self,
+        live: LiveConfig,
+        *,
+        base: ReplayTelemetry | None = None,
+        now: float | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.live = live
         self.base = base
         self._now = now
         self._clock = clock
-        self.metrics = (PrometheusMetrics(live.prometheus_url, load_mapping(live.prom_mapping), timeout=live.timeout)
-                        if live.prometheus_url else None)  # fmt: skip
+        self.metrics = (
+            PrometheusMetrics(live.prometheus_url, load_mapping(live.prom_mapping), timeout=live.timeout)
+            if live.prometheus_url
+            else None
+        )
         self.logs: LokiLogs | LogDirectory | None = None
         if live.loki_url:
             self.logs = LokiLogs(live.loki_url, label=live.loki_label, timeout=live.timeout)
@@ -148,8 +160,11 @@ class LiveTelemetry:
 
     async def _discover(self) -> tuple[str, ...]:
         names: set[str] = set(await self.base.services()) if self.base is not None else set()
-        finders = [self.metrics.entities() if self.metrics else None, self.logs.entities() if self.logs else None,
-                   self.traces.services() if self.traces is not None else None]  # fmt: skip
+        finders = [
+            self.metrics.entities() if self.metrics else None,
+            self.logs.entities() if self.logs else None,
+            self.traces.services() if self.traces is not None else None,
+        ]
         for found in asyncio.as_completed([f for f in finders if f is not None]):
             try:
                 names.update(await found)

@@ -32,7 +32,9 @@ def render_event(event: Event) -> str | None:
         return f"[{event.agent}]      {event.evidence_id} {event.entity}: {event.detail[:110]}"
     if isinstance(event, HypothesesRanked):
         tops = ", ".join(f"{s} {f} {v:.2f}" for s, f, v in event.top[:3]) or "none yet"
-        return f"[{event.agent}]   hypotheses: {tops}  (R {event.reward:.2f}, r {event.r:.2f}, c_comp {event.c_comp:.2f})"
+        return (
+            f"[{event.agent}]   hypotheses: {tops}  (R {event.reward:.2f}, r {event.r:.2f}, c_comp {event.c_comp:.2f})"
+        )
     if isinstance(event, Handoff):
         return f"[supervisor] handoff {event.source} -> {event.target}: {event.reason}; summary: {event.summary}"
     if isinstance(event, Finished):
@@ -43,8 +45,10 @@ def render_event(event: Event) -> str | None:
 def render_audit(audit: Audit) -> str:
     """The STAR verdict: score, route, the weakest stage and its violations in plain words."""
     blamed = audit.blamed
-    lines = [f"STAR audit: S = {audit.score:.2f}, route {audit.route.value.replace('_', ' ')}; "
-             f"telemetry support {audit.support:.2f}, trust {audit.trust:.2f}"]  # fmt: skip
+    lines = [
+        f"STAR audit: S = {audit.score:.2f}, route {audit.route.value.replace('_', ' ')}; "
+        f"telemetry support {audit.support:.2f}, trust {audit.trust:.2f}"
+    ]
     if blamed is None:
         lines.append("  no stage violates an RCA requirement")
         return "\n".join(lines)
@@ -126,5 +130,3 @@ def render_verdict(v: Verdict, *, runbook: Runbook | None = None) -> str:
 
     head = f"Verdict for {v.service} ({v.id}), window {to_iso(v.window.start)} .. {to_iso(v.window.end)}"
     return head + "\n" + blockkit.as_text(render.verdict(v, runbook=runbook)[1])
-
-

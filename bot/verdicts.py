@@ -143,5 +143,12 @@ def decisive_signal(trace: Trace) -> ChartRequest | None:
 
 
 def replace_verdict(before: Verdict, result: RepairResult) -> Verdict:
-    return Verdict(before.id, before.service, before.window, result.trace, result.after, before.similar,
-                   calibration=before.calibration)  # fmt: skip
+    return Verdict(
+        before.id,
+        before.service,
+        before.window,
+        result.trace,
+        result.after,
+        before.similar,
+        calibration=before.calibration,
+    )

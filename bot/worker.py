@@ -66,8 +66,9 @@ async def investigate(ctx: dict[str, Any], run_id: str, alert_time: float | None
     if alert_time is not None and window.start <= alert_time <= window.end:
         incident = dataclasses.replace(incident, alert_time=alert_time)
     try:
-        async for event in desk.investigate(Run(row.id, row.service, window, row.channel, row.user, row.created,
-                                                incident)):  # fmt: skip
+        async for event in desk.investigate(
+            Run(row.id, row.service, window, row.channel, row.user, row.created, incident)
+        ):
             await publish(event=event_to_json(event))
     except Exception as exc:  # the desk has recorded it
         return await failed(exc)
@@ -86,13 +87,19 @@ def worker(settings: Settings, desk: Desk) -> Worker:
     timeout = job_timeout(settings)
     return Worker(
         functions=[func(investigate, name="investigate", max_tries=MAX_TRIES, timeout=timeout)],
-        redis_settings=RedisSettings.from_dsn(settings.queue), queue_name=QUEUE, max_jobs=settings.workers,
-        job_timeout=timeout, keep_result=3600, ctx={"desk": desk}, handle_signals=False,
-    )  # fmt: skip
+        redis_settings=RedisSettings.from_dsn(settings.queue),
+        queue_name=QUEUE,
+        max_jobs=settings.workers,
+        job_timeout=timeout,
+        keep_result=3600,
+        ctx={"desk": desk},
+        handle_signals=False,
+    )
 
 
-async def serve_worker(settings: Settings, *, telemetry: Telemetry | None = None, stop: asyncio.Event,
-                       reconnect: float = 1.0) -> None:  # fmt: skip
+async def serve_worker(
+    settings: Settings, *, telemetry: Telemetry | None = None, stop: asyncio.Event, reconnect: float = 1.0
+) -> None:
     """Run investigations from the queue until `stop` is set; a Redis that cannot be reached
     (down, restarted) is reconnected to, every `reconnect` seconds doubling up to 30, and a
     job it dropped is queued again by the relay that waits for it (bot.desk)."""
@@ -117,8 +124,12 @@ async def serve_worker(settings: Settings, *, telemetry: Telemetry | None = None
             except asyncio.CancelledError:
                 pass
             except (OSError, RedisError) as exc:
-                log.warning("the job queue cannot be reached (%s: %s); reconnecting in %.0f s",
-                            type(exc).__name__, str(exc)[:200], delay)  # fmt: skip
+                log.warning(
+                    "the job queue cannot be reached (%s: %s); reconnecting in %.0f s",
+                    type(exc).__name__,
+                    str(exc)[:200],
+                    delay,
+                )
             with suppress(OSError, RedisError):
                 await w.close()
             if not stop.is_set():

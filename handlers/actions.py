@@ -48,8 +48,9 @@ def register(app: AsyncApp, front: Front) -> None:
             await ack(response_action="errors", errors={"cause": "This form lost its investigation; mark it again."})
             return
         # recorded before the ack (a wrong cause is shown in the form), told in the thread after it
-        error = await front.wrong_cause(submission.investigation, user=submission.user,
-                                        true_cause=submission.cause, note=submission.note)  # fmt: skip
+        error = await front.wrong_cause(
+            submission.investigation, user=submission.user, true_cause=submission.cause, note=submission.note
+        )
         if error:
             await ack(response_action="errors", errors={"cause": error[:150]})
             return

@@ -101,27 +101,31 @@ def parse_notification(body: bytes) -> Notification:
         raise InputError(f"alerts must be a list of 1 to {MAX_ALERTS}")
     truncated = data.get("truncatedAlerts", 0)
     return Notification(
-        status=status, group_key=key, receiver=_text(data.get("receiver", ""), "receiver"),
+        status=status,
+        group_key=key,
+        receiver=_text(data.get("receiver", ""), "receiver"),
         group_labels=_labels(data.get("groupLabels"), "groupLabels"),
         common_labels=_labels(data.get("commonLabels"), "commonLabels"),
         common_annotations=_labels(data.get("commonAnnotations"), "commonAnnotations", long=True),
         alerts=tuple(_alert(a, i) for i, a in enumerate(alerts)),
         truncated=truncated if isinstance(truncated, int) and truncated >= 0 else 0,
         external_url=web_link(_text(data.get("externalURL", ""), "externalURL")),
-    )  # fmt: skip
+    )
 
 
 def _alert(a: object, i: int) -> Alert:
     if not isinstance(a, dict):
         raise InputError(f"alerts[{i}] is not an object")
     ends = _time(a.get("endsAt"), f"alerts[{i}].endsAt", optional=True)
-    return Alert(status=_status(a.get("status"), f"alerts[{i}].status"),
-                 labels=_labels(a.get("labels"), f"alerts[{i}].labels"),
-                 annotations=_labels(a.get("annotations"), f"alerts[{i}].annotations", long=True),
-                 starts_at=_time(a.get("startsAt"), f"alerts[{i}].startsAt"),  # type: ignore[arg-type]
-                 ends_at=ends if ends is not None and ends > 0 else None,
-                 fingerprint=_text(a.get("fingerprint", ""), f"alerts[{i}].fingerprint"),
-                 generator_url=web_link(_text(a.get("generatorURL", ""), f"alerts[{i}].generatorURL")))  # fmt: skip
+    return Alert(
+        status=_status(a.get("status"), f"alerts[{i}].status"),
+        labels=_labels(a.get("labels"), f"alerts[{i}].labels"),
+        annotations=_labels(a.get("annotations"), f"alerts[{i}].annotations", long=True),
+        starts_at=_time(a.get("startsAt"), f"alerts[{i}].startsAt"),  # type: ignore[arg-type]
+        ends_at=ends if ends is not None and ends > 0 else None,
+        fingerprint=_text(a.get("fingerprint", ""), f"alerts[{i}].fingerprint"),
+        generator_url=web_link(_text(a.get("generatorURL", ""), f"alerts[{i}].generatorURL")),
+    )
 
 
 def web_link(url: str) -> str:
@@ -150,8 +154,10 @@ def _labels(value: object, where: str, *, long: bool = False) -> dict[str, str]:
         return {}
     if not isinstance(value, dict) or len(value) > MAX_LABELS:
         raise InputError(f"{where} must be an object of at most {MAX_LABELS} strings")
-    return {_text(k, where, limit=200): _text(v, f"{where}.{str(k)[:40]}", limit=8 * MAX_VALUE if long else MAX_VALUE)
-            for k, v in value.items()}  # fmt: skip
+    return {
+        _text(k, where, limit=200): _text(v, f"{where}.{str(k)[:40]}", limit=8 * MAX_VALUE if long else MAX_VALUE)
+        for k, v in value.items()
+    }
 
 
 def _time(value: object, where: str, *, optional: bool = False) -> float | None:
@@ -168,8 +174,9 @@ def _time(value: object, where: str, *, optional: bool = False) -> float | None:
     return moment.timestamp() if moment.year > 1 else 0.0
 
 
-def alertmanager_webhook(accepted: tuple[str, ...], take: Callable[[Notification], None]
-                         ) -> Callable[[web.Request], Awaitable[web.Response]]:  # fmt: skip
+def alertmanager_webhook(
+    accepted: tuple[str, ...], take: Callable[[Notification], None]
+) -> Callable[[web.Request], Awaitable[web.Response]]:
     """Alertmanager's webhook route: authenticated against the `accepted` Authorization
     headers (none: it is off), capped, parsed, answered at once; `take` does the work after."""
 

@@ -43,7 +43,8 @@ def register(app: AsyncApp, front: Front, *, command: str = "/rca") -> None:
         if request.kind is Kind.SUMMARY:
             await front.post_summary(channel)
         elif request.kind in (Kind.SUBSCRIBE, Kind.UNSUBSCRIBE):
-            await reply(respond, await front.schedule_summary(channel=channel, user=user, at=request.at or None,
-                                                              tz=request.tz))  # fmt: skip
+            await reply(
+                respond, await front.schedule_summary(channel=channel, user=user, at=request.at or None, tz=request.tz)
+            )
         else:
             await front.investigate(request, channel=channel, user=user, team=parsed.team, respond=respond)

@@ -33,5 +33,10 @@ def register(app: AsyncApp, front: Front) -> None:
 
 async def _follow_up(front: Front, message: Message, thread_ts: str, *, addressed: bool) -> None:
     if thread_ts:
-        await front.follow_up(channel=message.channel, thread_ts=thread_ts, user=message.user,
-                              text=_MENTION.sub("", message.text).strip()[:2000], addressed=addressed)  # fmt: skip
+        await front.follow_up(
+            channel=message.channel,
+            thread_ts=thread_ts,
+            user=message.user,
+            text=_MENTION.sub("", message.text).strip()[:2000],
+            addressed=addressed,
+        )

@@ -35,8 +35,7 @@ class Front(Protocol):
         off the event loop; what it cannot give said as unavailable)."""
         ...
 
-    async def investigate(self, command: RcaCommand, *, channel: str, user: str, team: str,
-                          respond: Respond) -> None:  # fmt: skip
+    async def investigate(self, command: RcaCommand, *, channel: str, user: str, team: str, respond: Respond) -> None:
         """Open an investigation, stream it into a thread and post the verdict."""
         ...
 
@@ -57,8 +56,7 @@ class Front(Protocol):
         """Run an investigation a stop cut short again, in its thread."""
         ...
 
-    async def mark(self, investigation: str, *, channel: str, user: str, correct: bool,
-                   trigger_id: str) -> None:  # fmt: skip
+    async def mark(self, investigation: str, *, channel: str, user: str, correct: bool, trigger_id: str) -> None:
         """Feedback from a button: correct is kept at once; wrong asks for the true cause."""
         ...
 

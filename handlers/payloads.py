@@ -32,10 +32,14 @@ class Click:
 def parse_click(body: Any) -> Click | None:
     actions = body.get("actions") if isinstance(body, dict) else None
     first = actions[0] if isinstance(actions, list) and actions else None
-    click = Click(text_at(first, "action_id"), text_at(first, "value", limit=64),
-                  text_at(body, "channel", "id") or text_at(body, "container", "channel_id"),
-                  text_at(body, "user", "id"), text_at(body, "trigger_id"),
-                  text_at(body, "user", "team_id") or text_at(body, "team", "id"))  # fmt: skip
+    click = Click(
+        text_at(first, "action_id"),
+        text_at(first, "value", limit=64),
+        text_at(body, "channel", "id") or text_at(body, "container", "channel_id"),
+        text_at(body, "user", "id"),
+        text_at(body, "trigger_id"),
+        text_at(body, "user", "team_id") or text_at(body, "team", "id"),
+    )
     return click if click.action_id and click.value and click.channel and click.user else None
 
 
@@ -53,9 +57,15 @@ class Message:
 def parse_message(event: Any) -> Message | None:
     if not isinstance(event, dict):
         return None
-    message = Message(text_at(event, "channel"), text_at(event, "user"), text_at(event, "text"),
-                      text_at(event, "thread_ts"), text_at(event, "ts"), bool(event.get("bot_id")),
-                      text_at(event, "subtype"))  # fmt: skip
+    message = Message(
+        text_at(event, "channel"),
+        text_at(event, "user"),
+        text_at(event, "text"),
+        text_at(event, "thread_ts"),
+        text_at(event, "ts"),
+        bool(event.get("bot_id")),
+        text_at(event, "subtype"),
+    )
     return message if message.channel and message.user else None
 
 
@@ -68,9 +78,12 @@ class Submission:
 
 
 def parse_submission(body: Any, view: Any) -> Submission | None:
-    submission = Submission(text_at(view, "private_metadata", limit=64), text_at(body, "user", "id"),
-                            text_at(view, "state", "values", "cause", "value", "value", limit=200).strip(),
-                            text_at(view, "state", "values", "note", "value", "value", limit=2000).strip())  # fmt: skip
+    submission = Submission(
+        text_at(view, "private_metadata", limit=64),
+        text_at(body, "user", "id"),
+        text_at(view, "state", "values", "cause", "value", "value", limit=200).strip(),
+        text_at(view, "state", "values", "note", "value", "value", limit=2000).strip(),
+    )
     return submission if submission.investigation and submission.user else None
 
 
@@ -83,12 +96,27 @@ class Command:
 
 
 def parse_command(command: Any) -> Command:
-    return Command(text_at(command, "text", limit=100_000), text_at(command, "channel_id"), text_at(command, "user_id"),
-                   text_at(command, "team_id"))  # fmt: skip
+    return Command(
+        text_at(command, "text", limit=100_000),
+        text_at(command, "channel_id"),
+        text_at(command, "user_id"),
+        text_at(command, "team_id"),
+    )
 
 
-_OBJECTS = ("channel", "user", "team", "enterprise", "container", "message", "view", "event", "item",
-            "assistant_thread", "authorizations")  # fmt: skip
+_OBJECTS = (
+    "channel",
+    "user",
+    "team",
+    "enterprise",
+    "container",
+    "message",
+    "view",
+    "event",
+    "item",
+    "assistant_thread",
+    "authorizations",
+)
 
 
 def well_formed(body: Any) -> bool:

@@ -11,14 +11,16 @@ from rca.errors import InputError
 DEFAULT_WINDOW = "30m"
 MAX_TEXT = 300
 
-USAGE = ("*Usage:* `/rca <service> [window]`\n"
-         "• window: `15m`, `1h30m`, `90s`, a clock range `14:05-14:35`, or an ISO range "
-         "`2026-01-29T13:00Z/2026-01-29T13:30Z` (default 30m, ending now)\n"
-         "• `/rca status` — investigations running in this channel\n"
-         "• `/rca summary` — this channel's investigations of the last day\n"
-         "• `/rca summary daily 09:00 [Europe/Berlin]` — post that summary here every day (`/rca summary off` stops it)\n"
-         "• `/rca help` — this message\n"
-         "Example: `/rca ts-order-service 30m`")  # fmt: skip
+USAGE = (
+    "*Usage:* `/rca <service> [window]`\n"
+    "• window: `15m`, `1h30m`, `90s`, a clock range `14:05-14:35`, or an ISO range "
+    "`2026-01-29T13:00Z/2026-01-29T13:30Z` (default 30m, ending now)\n"
+    "• `/rca status` — investigations running in this channel\n"
+    "• `/rca summary` — this channel's investigations of the last day\n"
+    "• `/rca summary daily 09:00 [Europe/Berlin]` — post that summary here every day (`/rca summary off` stops it)\n"
+    "• `/rca help` — this message\n"
+    "Example: `/rca ts-order-service 30m`"
+)
 
 
 NOT_ALLOWED = "rcabot is not enabled for you in this channel; ask the team that runs it to add you."

@@ -55,12 +55,12 @@ def prometheus_alerting(workdir: Path, alertmanager_url: str) -> str:
     workdir.mkdir(parents=True, exist_ok=True)
     rules.write_text(RULES)
     target = alertmanager_url.removeprefix("http://")
-    return (f"rule_files: ['{rules}']\nalerting:\n  alertmanagers:\n"
-            f"    - static_configs: [{{targets: ['{target}']}}]\n")  # fmt: skip
+    return f"rule_files: ['{rules}']\nalerting:\n  alertmanagers:\n    - static_configs: [{{targets: ['{target}']}}]\n"
 
 
-def alertmanager_config(webhook: str, token: str, *, group_by: tuple[str, ...] = ("alertname", "service"),
-                        wait: str = "1s") -> str:  # fmt: skip
+def alertmanager_config(
+    webhook: str, token: str, *, group_by: tuple[str, ...] = ("alertname", "service"), wait: str = "1s"
+) -> str:
     return f"""\
 route:
   receiver: rcabot
@@ -92,9 +92,17 @@ def alertmanager(workdir: Path, config: str) -> Iterator[str]:
     port = free_port()
     out = workdir / "alertmanager.log"
     with out.open("w") as log:
-        proc = subprocess.Popen([binary, f"--config.file={workdir / 'alertmanager.yml'}",
-                                 f"--storage.path={workdir / 'am-data'}", f"--web.listen-address=127.0.0.1:{port}",
-                                 "--cluster.listen-address="], stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        proc = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={workdir / 'alertmanager.yml'}",
+                f"--storage.path={workdir / 'am-data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--cluster.listen-address=",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 30

@@ -48,9 +48,14 @@ def can_suffer(shop: Shop, service: str, family: str) -> bool:
     return True
 
 
-def schedule(shop: Shop, count: int, *, spacing: tuple[float, float] = (240.0, 420.0),
-             duration: tuple[float, float] = (120.0, 240.0),
-             families: tuple[str, ...] = FAMILIES) -> tuple[PlannedFault, ...]:  # fmt: skip
+def schedule(
+    shop: Shop,
+    count: int,
+    *,
+    spacing: tuple[float, float] = (240.0, 420.0),
+    duration: tuple[float, float] = (120.0, 240.0),
+    families: tuple[str, ...] = FAMILIES,
+) -> tuple[PlannedFault, ...]:
     """`count` faults drawn from the seed: families taken in a shuffled round so each appears,
     services at random among those that can show the family; starts `spacing` apart, each
     lasting `duration`, so some still run when the next begins."""

@@ -69,10 +69,14 @@ def mapping_file() -> Path:
 
 
 def prometheus_config(shop: Shop, ports: dict[str, int], *, extra: str = "") -> str:
-    targets = "".join(f"      - targets: ['127.0.0.1:{ports[s.name]}']\n"
-                      f"        labels: {{service: '{s.name}', pod: '{s.name}-0'}}\n" for s in shop.services)  # fmt: skip
-    return (f"global:\n  scrape_interval: {SCRAPE_SECONDS}s\n  evaluation_interval: {SCRAPE_SECONDS}s\n{extra}"
-            f"scrape_configs:\n  - job_name: lab\n    static_configs:\n{targets}")  # fmt: skip
+    targets = "".join(
+        f"      - targets: ['127.0.0.1:{ports[s.name]}']\n        labels: {{service: '{s.name}', pod: '{s.name}-0'}}\n"
+        for s in shop.services
+    )
+    return (
+        f"global:\n  scrape_interval: {SCRAPE_SECONDS}s\n  evaluation_interval: {SCRAPE_SECONDS}s\n{extra}"
+        f"scrape_configs:\n  - job_name: lab\n    static_configs:\n{targets}"
+    )
 
 
 @contextmanager
@@ -95,18 +99,41 @@ def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterato
         for s in shop.services:
             out = (workdir / "proc" / f"{s.name}.out").open("wb")
             outputs.append(out)
-            procs.append(subprocess.Popen([sys.executable, "-m", "lab.service", str(workdir / "shop.json"), s.name,
-                                           str(workdir / "ports.json"), str(workdir)],
-                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True))  # fmt: skip
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "lab.service",
+                        str(workdir / "shop.json"),
+                        s.name,
+                        str(workdir / "ports.json"),
+                        str(workdir),
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
         for s, proc in zip(shop.services, procs, strict=True):
             _wait_service(s.name, ports[s.name], proc)
         (workdir / "prometheus.yml").write_text(prometheus_config(shop, ports, extra=prometheus_extra))
         port = _port()
         log = (workdir / "proc" / "prometheus.out").open("wb")
         outputs.append(log)
-        procs.append(subprocess.Popen([found[0], f"--config.file={workdir / 'prometheus.yml'}",
-                                       f"--storage.tsdb.path={workdir / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
-                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True))  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                [
+                    found[0],
+                    f"--config.file={workdir / 'prometheus.yml'}",
+                    f"--storage.tsdb.path={workdir / 'tsdb'}",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, procs[-1], workdir / "proc" / "prometheus.out")
         yield Running(shop, workdir, ports, url)
@@ -162,8 +189,9 @@ def _wait_service(name: str, port: int, proc: subprocess.Popen[bytes], *, second
     raise RuntimeError(f"{name} did not answer on port {port} within {seconds:.0f} s")
 
 
-async def load(lab: Running, until: float, *, rate: float, seed: int,
-               counts: dict[str, int] | None = None) -> dict[str, int]:  # fmt: skip
+async def load(
+    lab: Running, until: float, *, rate: float, seed: int, counts: dict[str, int] | None = None
+) -> dict[str, int]:
     """Requests to the entry service, Poisson arrivals at a rate with a slow daily-like swell
     and short bursts, until `until` (epoch seconds); counts answers by status."""
     rng = random.Random(f"load-{seed}")
@@ -198,9 +226,10 @@ async def load(lab: Running, until: float, *, rate: float, seed: int,
 
 
 async def inject(lab: Running, fault: PlannedFault) -> None:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as client, \
-            client.post(lab.url(fault.service, "/admin/fault"),
-                        json={"kind": fault.family, "seconds": fault.seconds}) as r:  # fmt: skip
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as client,
+        client.post(lab.url(fault.service, "/admin/fault"), json={"kind": fault.family, "seconds": fault.seconds}) as r,
+    ):
         if r.status != 200:
             raise RuntimeError(f"{fault.service} refused fault {fault.family}: {await r.text()}")
 
@@ -220,9 +249,16 @@ async def _until(moment: float, stop: threading.Event | None) -> None:
         await asyncio.sleep(min(left, 0.5))
 
 
-async def drive(lab: Running, faults: tuple[PlannedFault, ...], *, warmup: float, tail: float, rate: float,
-                progress: Progress, stop: threading.Event | None = None
-                ) -> tuple[list[dict[str, str]], Window, dict[str, int]]:  # fmt: skip
+async def drive(
+    lab: Running,
+    faults: tuple[PlannedFault, ...],
+    *,
+    warmup: float,
+    tail: float,
+    rate: float,
+    progress: Progress,
+    stop: threading.Event | None = None,
+) -> tuple[list[dict[str, str]], Window, dict[str, int]]:
     """Load all along; each fault at its time. Returns the labels, the recorded span and the
     load's answers by status; Interrupted once `stop` is set."""
     began = time.time()
@@ -240,34 +276,51 @@ async def drive(lab: Running, faults: tuple[PlannedFault, ...], *, warmup: float
     return labels, Window(began, time.time()), counts
 
 
-async def _faults(lab: Running, faults: tuple[PlannedFault, ...], first: float, answers: dict[str, int],
-                  progress: Progress, stop: threading.Event | None) -> list[dict[str, str]]:  # fmt: skip
+async def _faults(
+    lab: Running,
+    faults: tuple[PlannedFault, ...],
+    first: float,
+    answers: dict[str, int],
+    progress: Progress,
+    stop: threading.Event | None,
+) -> list[dict[str, str]]:
     """Each fault injected at its time and journalled as its label."""
     labels: list[dict[str, str]] = []
     journal = lab.workdir / "faults.jsonl"
     for i, fault in enumerate(faults):
         await _until(first + fault.offset, stop)
         if i == 0 and answers.get("200", 0) < HEALTHY_SHARE * max(1, sum(answers.values())):
-            raise RuntimeError(f"lab-{lab.shop.seed} was not healthy before its first fault (the entry answered "
-                               f"{answers}); no incident is labelled on a broken shop")  # fmt: skip
+            raise RuntimeError(
+                f"lab-{lab.shop.seed} was not healthy before its first fault (the entry answered "
+                f"{answers}); no incident is labelled on a broken shop"
+            )
         at = time.time()
         await inject(lab, fault)
-        label = {"inject_time": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S"),
-                 "inject_timestamp": f"{at:.3f}", "inject_pod": f"{fault.service}-0",
-                 "inject_type": fault.label, "seconds": f"{fault.seconds:.0f}"}  # fmt: skip
+        label = {
+            "inject_time": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S"),
+            "inject_timestamp": f"{at:.3f}",
+            "inject_pod": f"{fault.service}-0",
+            "inject_type": fault.label,
+            "seconds": f"{fault.seconds:.0f}",
+        }
         labels.append(label)
         with journal.open("a") as f:
             f.write(json.dumps(label) + "\n")
-        progress(f"lab-{lab.shop.seed}: fault {i + 1}/{len(faults)} {fault.family} on {fault.service} "
-                 f"for {fault.seconds:.0f} s")  # fmt: skip
+        progress(
+            f"lab-{lab.shop.seed}: fault {i + 1}/{len(faults)} {fault.family} on {fault.service} "
+            f"for {fault.seconds:.0f} s"
+        )
     return labels
 
 
 async def save(lab: Running, span: Window, labels: list[dict[str, str]], out: Path) -> list[Path]:
     """The run's telemetry, read back as the bot reads a live system, in the Nezha layout."""
     traces = sorted((lab.workdir / "traces").glob("*.otlp.jsonl"))
-    sources = Sources(metrics=PrometheusMetrics(lab.prometheus, load_mapping(mapping_file()), timeout=60),
-                      logs=LogDirectory(lab.workdir / "logs"), traces=read_otlp(traces) if traces else None)  # fmt: skip
+    sources = Sources(
+        metrics=PrometheusMetrics(lab.prometheus, load_mapping(mapping_file()), timeout=60),
+        logs=LogDirectory(lab.workdir / "logs"),
+        traces=read_otlp(traces) if traces else None,
+    )
     days = await write_days(sources, span, out, symptom=lab.shop.entry)
     for day in days:
         hours: dict[str, list[dict[str, str]]] = defaultdict(list)
@@ -278,8 +331,17 @@ async def save(lab: Running, span: Window, labels: list[dict[str, str]], out: Pa
     return days
 
 
-def record_shop(shop: Shop, plan: tuple[PlannedFault, ...], out: Path, *, warmup: float, tail: float, rate: float,
-                progress: Progress = print, stop: threading.Event | None = None) -> Path:  # fmt: skip
+def record_shop(
+    shop: Shop,
+    plan: tuple[PlannedFault, ...],
+    out: Path,
+    *,
+    warmup: float,
+    tail: float,
+    rate: float,
+    progress: Progress = print,
+    stop: threading.Event | None = None,
+) -> Path:
     """One shop's recording under out/lab-<seed>; the raw run stays in out/.runs/lab-<seed> only on failure.
     Once `stop` is set, its processes are stopped and Interrupted raised (a save under way
     is finished first: nothing recorded is lost)."""
@@ -290,17 +352,25 @@ def record_shop(shop: Shop, plan: tuple[PlannedFault, ...], out: Path, *, warmup
     workdir = out / ".runs" / f"lab-{seed}"
     shutil.rmtree(workdir, ignore_errors=True)
     with running(shop, workdir) as lab:
-        progress(f"lab-{seed}: {len(shop.services)} services up, entry {shop.entry}; "
-                 f"{len(plan)} faults after {warmup:.0f} s of normal load")  # fmt: skip
-        labels, span, counts = asyncio.run(drive(lab, plan, warmup=warmup, tail=tail, rate=rate, progress=progress,
-                                                 stop=stop))  # fmt: skip
+        progress(
+            f"lab-{seed}: {len(shop.services)} services up, entry {shop.entry}; "
+            f"{len(plan)} faults after {warmup:.0f} s of normal load"
+        )
+        labels, span, counts = asyncio.run(
+            drive(lab, plan, warmup=warmup, tail=tail, rate=rate, progress=progress, stop=stop)
+        )
         time.sleep(2 * SCRAPE_SECONDS)  # the last scrape lands
         staging = out / ".runs" / f"lab-{seed}.saving"
         shutil.rmtree(staging, ignore_errors=True)
         asyncio.run(save(lab, span, labels, staging))
-    meta = {"seed": seed, "shop": json.loads(shop.to_json()), "faults": [asdict(f) for f in plan],
-            "recorded": {"start": span.start, "end": span.end}, "load": counts,
-            "scrape_seconds": SCRAPE_SECONDS}  # fmt: skip
+    meta = {
+        "seed": seed,
+        "shop": json.loads(shop.to_json()),
+        "faults": [asdict(f) for f in plan],
+        "recorded": {"start": span.start, "end": span.end},
+        "load": counts,
+        "scrape_seconds": SCRAPE_SECONDS,
+    }
     (staging / "lab.json").write_text(json.dumps(meta, indent=1) + "\n")
     staging.rename(target)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -308,10 +378,20 @@ def record_shop(shop: Shop, plan: tuple[PlannedFault, ...], out: Path, *, warmup
     return target
 
 
-def record(seeds: list[int], out: Path, *, faults: int = 8, warmup: float = 360.0, tail: float = 240.0,
-           rate: float = 10.0, spacing: tuple[float, float] = (240.0, 420.0),
-           duration: tuple[float, float] = (120.0, 240.0), parallel: int = 3,
-           progress: Progress = print, stop: threading.Event | None = None) -> list[Path]:  # fmt: skip
+def record(
+    seeds: list[int],
+    out: Path,
+    *,
+    faults: int = 8,
+    warmup: float = 360.0,
+    tail: float = 240.0,
+    rate: float = 10.0,
+    spacing: tuple[float, float] = (240.0, 420.0),
+    duration: tuple[float, float] = (120.0, 240.0),
+    parallel: int = 3,
+    progress: Progress = print,
+    stop: threading.Event | None = None,
+) -> list[Path]:
     """Several shops, `parallel` at a time (each its own processes and Prometheus); a shop
     that fails is reported and the others go on. Once `stop` is set, every running shop is
     stopped and no other begins."""

@@ -49,10 +49,18 @@ SLOW_SECONDS = 0.3  # what a slow handler adds to each request
 FAILING_SHARE = 0.5  # share of requests an error-rate fault fails
 POOL_HOLD = 0.05  # seconds an exhausted pool holds each connection beyond the call
 
-REQUESTS = Histogram("lab_http_server_request_duration_seconds", "Requests served, by status code", ["code"],
-                     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))  # fmt: skip
-CALLS = Histogram("lab_http_client_request_duration_seconds", "Calls to other services", ["peer", "outcome"],
-                  buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))  # fmt: skip
+REQUESTS = Histogram(
+    "lab_http_server_request_duration_seconds",
+    "Requests served, by status code",
+    ["code"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+CALLS = Histogram(
+    "lab_http_client_request_duration_seconds",
+    "Calls to other services",
+    ["peer", "outcome"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
 STORE_OPS = Counter("lab_store_operations_total", "Operations on the backing store", ["store", "outcome"])
 
 
@@ -79,9 +87,15 @@ class OtlpJsonLines(SpanExporter):
         by_resource: dict[int, tuple[Resource, list[dict[str, Any]]]] = {}
         for s in spans:
             by_resource.setdefault(id(s.resource), (s.resource, []))[1].append(_span_json(s))
-        doc = {"resourceSpans": [{"resource": {"attributes": _attributes(r.attributes)},
-                                  "scopeSpans": [{"scope": {"name": "lab"}, "spans": out}]}
-                                 for r, out in by_resource.values()]}  # fmt: skip
+        doc = {
+            "resourceSpans": [
+                {
+                    "resource": {"attributes": _attributes(r.attributes)},
+                    "scopeSpans": [{"scope": {"name": "lab"}, "spans": out}],
+                }
+                for r, out in by_resource.values()
+            ]
+        }
         with self._lock, self.path.open("a") as f:
             f.write(json.dumps(doc, separators=(",", ":")) + "\n")
         return SpanExportResult.SUCCESS
@@ -102,13 +116,16 @@ def _span_json(s: ReadableSpan) -> dict[str, Any]:
     ctx = s.get_span_context()
     assert ctx is not None
     return {
-        "traceId": f"{ctx.trace_id:032x}", "spanId": f"{ctx.span_id:016x}",
+        "traceId": f"{ctx.trace_id:032x}",
+        "spanId": f"{ctx.span_id:016x}",
         "parentSpanId": f"{s.parent.span_id:016x}" if s.parent is not None else "",
-        "name": s.name, "kind": int(s.kind.value) + 1,
-        "startTimeUnixNano": str(s.start_time), "endTimeUnixNano": str(s.end_time),
+        "name": s.name,
+        "kind": int(s.kind.value) + 1,
+        "startTimeUnixNano": str(s.start_time),
+        "endTimeUnixNano": str(s.end_time),
         "attributes": _attributes(s.attributes),
         "status": {"code": {StatusCode.UNSET: 0, StatusCode.OK: 1, StatusCode.ERROR: 2}[s.status.status_code]},
-    }  # fmt: skip
+    }
 
 
 class JsonLines(logging.Formatter):
@@ -117,9 +134,14 @@ class JsonLines(logging.Formatter):
         self.service = service
 
     def format(self, record: logging.LogRecord) -> str:
-        doc = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-               "level": record.levelname, "service": self.service, "logger": record.name,
-               "trace_id": getattr(record, "trace_id", ""), "message": record.getMessage()}  # fmt: skip
+        doc = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "service": self.service,
+            "logger": record.name,
+            "trace_id": getattr(record, "trace_id", ""),
+            "message": record.getMessage(),
+        }
         if record.exc_info:
             doc["stack"] = self.formatException(record.exc_info)
         return json.dumps(doc)
@@ -206,8 +228,9 @@ class Service:
     async def work(self, request: web.Request) -> web.Response:
         started = time.perf_counter()
         code = 200
-        with self.tracer.start_as_current_span("GET /work", context=propagate.extract(request.headers),
-                                               kind=SpanKind.SERVER) as span:  # fmt: skip
+        with self.tracer.start_as_current_span(
+            "GET /work", context=propagate.extract(request.headers), kind=SpanKind.SERVER
+        ) as span:
             trace_id = f"{span.get_span_context().trace_id:032x}"
             extra = {"trace_id": trace_id}
             try:
@@ -216,7 +239,9 @@ class Service:
                 if self.faults.on("wrong"):
                     body = {"service": self.spec.name, "items": None, "note": "\ufffd" * 3}
                 if self.rng.random() < 0.25:
-                    self.log.info("served item %d in %.1f ms", item, 1000 * (time.perf_counter() - started), extra=extra)
+                    self.log.info(
+                        "served item %d in %.1f ms", item, 1000 * (time.perf_counter() - started), extra=extra
+                    )
                 return web.json_response(body)
             except Broken as exc:
                 code = 502
@@ -256,8 +281,9 @@ class Service:
         try:
             if self.store is None:
                 raise ConnectionError(f"no connection to {kind}")
-            value = await asyncio.wait_for(_store_op(kind, self.store, f"lab{self.shop.seed}:{self.spec.name}", item),
-                                           CALL_TIMEOUT)  # fmt: skip
+            value = await asyncio.wait_for(
+                _store_op(kind, self.store, f"lab{self.shop.seed}:{self.spec.name}", item), CALL_TIMEOUT
+            )
             STORE_OPS.labels(kind, "ok").inc()
             return value
         except Exception as exc:
@@ -268,8 +294,9 @@ class Service:
         assert self.client is not None
         started = time.perf_counter()
         outcome = "ok"
-        with self.tracer.start_as_current_span("GET /work", kind=SpanKind.CLIENT,
-                                               attributes={"peer.service": callee}) as span:  # fmt: skip
+        with self.tracer.start_as_current_span(
+            "GET /work", kind=SpanKind.CLIENT, attributes={"peer.service": callee}
+        ) as span:
             headers: dict[str, str] = {}
             propagate.inject(headers)
             try:
@@ -281,7 +308,11 @@ class Service:
                             raise Broken(f"status {r.status}")
                     if self.faults.on("pool"):
                         await asyncio.sleep(POOL_HOLD)
-                if not isinstance(body, dict) or body.get("service") != callee or not isinstance(body.get("items"), list):
+                if (
+                    not isinstance(body, dict)
+                    or body.get("service") != callee
+                    or not isinstance(body.get("items"), list)
+                ):
                     raise Broken("malformed response")
                 return callee
             except (Broken, ClientError, TimeoutError, ValueError) as exc:
@@ -342,8 +373,9 @@ async def _connect(kind: str, key: str) -> Any:
     if kind == "postgres":
         import psycopg
 
-        conn = await psycopg.AsyncConnection.connect(os.environ.get("LAB_POSTGRES", "postgresql://postgres@127.0.0.1/test"),
-                                                     autocommit=True, connect_timeout=3)  # fmt: skip
+        conn = await psycopg.AsyncConnection.connect(
+            os.environ.get("LAB_POSTGRES", "postgresql://postgres@127.0.0.1/test"), autocommit=True, connect_timeout=3
+        )
         table = _table(key)
         await conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (item int PRIMARY KEY, seen int NOT NULL)")
         return conn
@@ -364,8 +396,10 @@ async def _store_op(kind: str, store: Any, key: str, item: int) -> str:
         return "redis"
     if kind == "postgres":
         table = _table(key)
-        await store.execute(f"INSERT INTO {table} (item, seen) VALUES (%s, 1) "
-                            f"ON CONFLICT (item) DO UPDATE SET seen = {table}.seen + 1", (item % 100,))  # fmt: skip
+        await store.execute(
+            f"INSERT INTO {table} (item, seen) VALUES (%s, 1) ON CONFLICT (item) DO UPDATE SET seen = {table}.seen + 1",
+            (item % 100,),
+        )
         return "postgres"
     await store.publish(f"{key}.items", str(item).encode())
     return "nats"
@@ -387,10 +421,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     handler.setFormatter(JsonLines(spec.name))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-    provider = TracerProvider(resource=Resource.create({"service.name": spec.name, "service.instance.id": f"{spec.name}-0"}),
-                              sampler=ParentBased(TraceIdRatioBased(TRACE_SHARE)))  # fmt: skip
-    provider.add_span_processor(BatchSpanProcessor(OtlpJsonLines(args.out / "traces" / f"{spec.name}.otlp.jsonl"),
-                                                   schedule_delay_millis=2000))  # fmt: skip
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": spec.name, "service.instance.id": f"{spec.name}-0"}),
+        sampler=ParentBased(TraceIdRatioBased(TRACE_SHARE)),
+    )
+    provider.add_span_processor(
+        BatchSpanProcessor(OtlpJsonLines(args.out / "traces" / f"{spec.name}.otlp.jsonl"), schedule_delay_millis=2000)
+    )
     trace.set_tracer_provider(provider)
     REGISTRY.register(ProcessIO())
     service = Service(shop, spec, ports, args.out)

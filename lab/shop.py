@@ -12,10 +12,35 @@ from dataclasses import asdict, dataclass
 
 STORES = ("redis", "postgres", "nats")
 _NAMES = (
-    "cart", "catalog", "checkout", "ledger", "search", "pricing", "stock", "shipping", "billing",
-    "profile", "session", "review", "coupon", "notify", "audit", "quote", "basket", "media",
-    "rating", "wallet", "order", "route", "tax", "fraud", "ads", "geo", "label", "refund",
-)  # fmt: skip
+    "cart",
+    "catalog",
+    "checkout",
+    "ledger",
+    "search",
+    "pricing",
+    "stock",
+    "shipping",
+    "billing",
+    "profile",
+    "session",
+    "review",
+    "coupon",
+    "notify",
+    "audit",
+    "quote",
+    "basket",
+    "media",
+    "rating",
+    "wallet",
+    "order",
+    "route",
+    "tax",
+    "fraud",
+    "ads",
+    "geo",
+    "label",
+    "refund",
+)
 _SUFFIXES = ("-service", "-svc", "-api", "")
 
 
@@ -48,8 +73,9 @@ class Shop:
     @staticmethod
     def from_json(text: str) -> Shop:
         doc = json.loads(text)
-        services = tuple(ServiceSpec(s["name"], tuple(s["calls"]), s["store"], float(s["work_ms"]))
-                         for s in doc["services"])  # fmt: skip
+        services = tuple(
+            ServiceSpec(s["name"], tuple(s["calls"]), s["store"], float(s["work_ms"])) for s in doc["services"]
+        )
         return Shop(int(doc["seed"]), str(doc["entry"]), services)
 
 
@@ -78,6 +104,7 @@ def draw_shop(seed: int, *, size: int | None = None) -> Shop:
     stores = {name: "" for name in names}
     for name in rng.sample(leaves, min(len(leaves), rng.randint(2, 3))):
         stores[name] = rng.choice(STORES)
-    services = tuple(ServiceSpec(name, tuple(calls[name]), stores[name], round(rng.uniform(0.5, 3.0), 2))
-                     for name in names)  # fmt: skip
+    services = tuple(
+        ServiceSpec(name, tuple(calls[name]), stores[name], round(rng.uniform(0.5, 3.0), 2)) for name in names
+    )
     return Shop(seed, names[0], services)

@@ -175,13 +175,24 @@ def expected_calibration_error(probs: Sequence[float], right: Sequence[bool], bi
     if p.size == 0:
         return 0.0
     edges = np.minimum((p * bins).astype(int), bins - 1)
-    return float(sum(abs(p[edges == b].mean() - y[edges == b].mean()) * (edges == b).sum()
-                     for b in range(bins) if (edges == b).any()) / p.size)  # fmt: skip
+    return float(
+        sum(
+            abs(p[edges == b].mean() - y[edges == b].mean()) * (edges == b).sum()
+            for b in range(bins)
+            if (edges == b).any()
+        )
+        / p.size
+    )
 
 
-def reliability(probs: Sequence[float], right: Sequence[bool], bins: int = 10) -> list[tuple[float, float, int, float, float]]:
+def reliability(
+    probs: Sequence[float], right: Sequence[bool], bins: int = 10
+) -> list[tuple[float, float, int, float, float]]:
     """Per equal-width bin with cases: its bounds, count, mean probability and accuracy."""
     p, y = np.asarray(probs, dtype=float), np.asarray(right, dtype=float)
     edges = np.minimum((p * bins).astype(int), bins - 1)
-    return [(b / bins, (b + 1) / bins, int((edges == b).sum()), float(p[edges == b].mean()), float(y[edges == b].mean()))
-            for b in range(bins) if (edges == b).any()]  # fmt: skip
+    return [
+        (b / bins, (b + 1) / bins, int((edges == b).sum()), float(p[edges == b].mean()), float(y[edges == b].mean()))
+        for b in range(bins)
+        if (edges == b).any()
+    ]

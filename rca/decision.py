@@ -67,15 +67,15 @@ def decide(hypotheses: Sequence[Hypothesis], *, symptom: str, top: int = 10) -> 
     if not ranked:
         return Decision((), 0.0, "no anomaly explains the symptom in what could be read")
     conf = confidences(ranked)
-    causes = tuple(
-        RankedCause(h.service, h.fault_type.value, c, h.id) for h, c in zip(ranked, conf, strict=True)
-    )
+    causes = tuple(RankedCause(h.service, h.fault_type.value, c, h.id) for h, c in zip(ranked, conf, strict=True))
     lead = ranked[0]
     level = tied(hypotheses)
     if len(level) > 1:
         names = either([f"{h.service} ({h.fault_type.value})" for h in level])
-        summary = (f"{names} explain the symptom at {symptom or 'the entry'} equally: their evidence scores "
-                   f"the same ({lead.value:.{PRECISION}f}), and a check between them is needed")  # fmt: skip
+        summary = (
+            f"{names} explain the symptom at {symptom or 'the entry'} equally: their evidence scores "
+            f"the same ({lead.value:.{PRECISION}f}), and a check between them is needed"
+        )
     else:
         summary = (
             f"{lead.service} ({lead.fault_type.value}) explains the symptom at "

@@ -59,10 +59,43 @@ _PATTERNS: tuple[tuple[Topic, re.Pattern[str]], ...] = (
 )
 
 
-_ASKING = frozenset(["why", "what", "which", "how", "when", "where", "who", "whose", "is", "are", "was", "were", "can",
-                     "could", "should", "would", "did", "does", "do", "explain", "show", "chart", "plot", "list",
-                     # the words the thread's help advertises, asked as they are
-                     "evidence", "timeline", "help", "next", "owner", "runbook", "rollback", "dashboard"])  # fmt: skip
+_ASKING = frozenset(
+    [
+        "why",
+        "what",
+        "which",
+        "how",
+        "when",
+        "where",
+        "who",
+        "whose",
+        "is",
+        "are",
+        "was",
+        "were",
+        "can",
+        "could",
+        "should",
+        "would",
+        "did",
+        "does",
+        "do",
+        "explain",
+        "show",
+        "chart",
+        "plot",
+        "list",
+        # the words the thread's help advertises, asked as they are
+        "evidence",
+        "timeline",
+        "help",
+        "next",
+        "owner",
+        "runbook",
+        "rollback",
+        "dashboard",
+    ]
+)
 
 
 def is_question(text: str) -> bool:
@@ -104,14 +137,46 @@ def parse_question(text: str, *, services: Sequence[str]) -> Question:
     return Question(topic, tuple(named), metric, free)
 
 
-_FILLER = frozenset(["chart", "plot", "graph", "show", "me", "draw", "the", "a", "an", "of", "for", "on", "at", "in", "please", "its", "it's", "metric", "metrics", "me", "can", "you", "us"])  # fmt: skip
+_FILLER = frozenset(
+    [
+        "chart",
+        "plot",
+        "graph",
+        "show",
+        "me",
+        "draw",
+        "the",
+        "a",
+        "an",
+        "of",
+        "for",
+        "on",
+        "at",
+        "in",
+        "please",
+        "its",
+        "it's",
+        "metric",
+        "metrics",
+        "me",
+        "can",
+        "you",
+        "us",
+    ]
+)
 
 
 def answer(question: Question, trace: Trace) -> Answer:
     """The reply to one parsed question, quoting the trace."""
     if question.topic is Topic.HELP:
-        honest = ("I can't answer that one: it needs a language model, and none answered here. "
-                  "From the investigation's record I can answer these.\n") if question.free else ""  # fmt: skip
+        honest = (
+            (
+                "I can't answer that one: it needs a language model, and none answered here. "
+                "From the investigation's record I can answer these.\n"
+            )
+            if question.free
+            else ""
+        )
         return Answer(honest + HELP)
     if question.topic is Topic.EVIDENCE:
         return Answer(_evidence(trace, question.services))
@@ -126,13 +191,15 @@ def answer(question: Question, trace: Trace) -> Answer:
     return Answer(_why(trace, question.services[0] if question.services else None))
 
 
-HELP = ("Ask me about this investigation, for example:\n"
-        "• *why <service>?* — why a candidate is ranked where it is\n"
-        "• *why not <service>?* — what speaks against another candidate\n"
-        "• *evidence* (optionally for a service) — the strongest anomalies found\n"
-        "• *timeline* — when each anomaly began, earliest first, and which ones count as another incident's\n"
-        "• *chart <metric> of <service>* — a chart of a metric around the onset\n"
-        "• *what next?* — the verification tests and what to check")  # fmt: skip
+HELP = (
+    "Ask me about this investigation, for example:\n"
+    "• *why <service>?* — why a candidate is ranked where it is\n"
+    "• *why not <service>?* — what speaks against another candidate\n"
+    "• *evidence* (optionally for a service) — the strongest anomalies found\n"
+    "• *timeline* — when each anomaly began, earliest first, and which ones count as another incident's\n"
+    "• *chart <metric> of <service>* — a chart of a metric around the onset\n"
+    "• *what next?* — the verification tests and what to check"
+)
 
 
 def _rank(trace: Trace, service: str) -> tuple[int, Hypothesis] | None:
@@ -167,7 +234,9 @@ def _why(trace: Trace, service: str | None) -> str:
         return "The investigation found no hypothesis: nothing anomalous was read. " + _missing(trace)
     found = _rank(trace, service) if service else (1, trace.hypotheses[0])
     if found is None:
-        return f"{service} is not among the hypotheses: no anomaly of its own was found in the window. " + _missing(trace)
+        return f"{service} is not among the hypotheses: no anomaly of its own was found in the window. " + _missing(
+            trace
+        )
     rank, h = found
     lines = [f"*{h.service}* is ranked #{rank} as *{h.fault_type.value}*: {h.rationale}."]
     chain = next((c for c in trace.chains if c.hypothesis == h.id), None)
@@ -190,8 +259,10 @@ def _why_not(trace: Trace, service: str) -> str:
         own = [ev for ev in trace.evidence_package.evidence if ev.entity == service]
         if not own:
             return f"{service}: no anomaly of its own was found in its metrics, logs or traces in this window."
-        return (f"{service} shows anomalies, but none the scoring could localise to it rather than to what it "
-                f"calls or what calls it:\n" + _bullets(sorted(own, key=lambda ev: -ev.score)[:3]))  # fmt: skip
+        return (
+            f"{service} shows anomalies, but none the scoring could localise to it rather than to what it "
+            f"calls or what calls it:\n" + _bullets(sorted(own, key=lambda ev: -ev.score)[:3])
+        )
     rank, h = found
     lines = [f"{service} is ranked #{rank} ({h.fault_type.value})" + (f", behind {top.service}." if top else ".")]
     if top is not None:
@@ -199,9 +270,11 @@ def _why_not(trace: Trace, service: str) -> str:
         own = cited_evidence(trace, h, 1)
         if lead and own:
             ratio = lead[0].score / own[0].score if own[0].score > 0 else float("inf")
-            lines.append(f"Its strongest sign ({readable(own[0].detail)[:100]}) departs from its normal "
-                         f"{'far less' if ratio >= 2 else 'less' if ratio > 1 else 'as much or more'} than "
-                         f"{top.service}'s ({readable(lead[0].detail)[:100]}).")  # fmt: skip
+            lines.append(
+                f"Its strongest sign ({readable(own[0].detail)[:100]}) departs from its normal "
+                f"{'far less' if ratio >= 2 else 'less' if ratio > 1 else 'as much or more'} than "
+                f"{top.service}'s ({readable(lead[0].detail)[:100]})."
+            )
     test = next((t for t in trace.decision.tests if t.hypothesis == h.id), None)
     if test:
         lines.append(f"A check would separate them: {test.rationale}.")
@@ -233,11 +306,15 @@ def _timeline(trace: Trace) -> str:
     if not onsets:
         return "No anomaly in this trace has a datable onset."
     rows = sorted(onsets.values(), key=lambda r: r[1])[:10]
-    lines = [f"• {to_iso(t)} {ev.entity}: {readable(ev.detail)[:140]}{_set_aside(why, ev) if why else ''}"
-             for why, t, ev in rows]  # fmt: skip
+    lines = [
+        f"• {to_iso(t)} {ev.entity}: {readable(ev.detail)[:140]}{_set_aside(why, ev) if why else ''}"
+        for why, t, ev in rows
+    ]
     if any(why for why, _, _ in rows):
-        lines.append("To ask about one of the anomalies counted as another incident's, ask again with a window "
-                     "that ends a few minutes after it began.")  # fmt: skip
+        lines.append(
+            "To ask about one of the anomalies counted as another incident's, ask again with a window "
+            "that ends a few minutes after it began."
+        )
     return "Onsets, earliest first:\n" + "\n".join(lines)
 
 
@@ -284,13 +361,25 @@ def grounding(trace: Trace) -> dict[str, object]:
     strongest = sorted(trace.evidence_package.evidence, key=lambda ev: -ev.score)[:8]
     evidence = list({ev.id: ev for ev in cited + strongest}.values())
     return {
-        "symptom": trace.symptom, "window": trace.evidence_package.window.to_iso(),
-        "ranking": [{"id": h.id, "service": h.service, "fault_type": h.fault_type.value, "value": round(h.value, 3),
-                     "evidence": list(h.evidence[:4])} for h in trace.hypotheses[:5]],
+        "symptom": trace.symptom,
+        "window": trace.evidence_package.window.to_iso(),
+        "ranking": [
+            {
+                "id": h.id,
+                "service": h.service,
+                "fault_type": h.fault_type.value,
+                "value": round(h.value, 3),
+                "evidence": list(h.evidence[:4]),
+            }
+            for h in trace.hypotheses[:5]
+        ],
         "chains": [[c.links[0].source, *[ln.target for ln in c.links]] for c in trace.chains if c.links],
-        "evidence": [{"id": ev.id, "entity": ev.entity, "detail": ev.detail[:160], "onset": ev.onset}
-                     for ev in evidence],
-        "tests": [{"id": t.id, "target": t.target, "subject": t.subject, "rationale": t.rationale[:200]}
-                  for t in trace.decision.tests],
+        "evidence": [
+            {"id": ev.id, "entity": ev.entity, "detail": ev.detail[:160], "onset": ev.onset} for ev in evidence
+        ],
+        "tests": [
+            {"id": t.id, "target": t.target, "subject": t.subject, "rationale": t.rationale[:200]}
+            for t in trace.decision.tests
+        ],
         "missing": list(trace.evidence_package.missing),
-    }  # fmt: skip
+    }

@@ -16,10 +16,19 @@ from rca.model import FaultType
 from rca.signals import Signal
 
 # a metric's signal -> its component; a series of a kind not known counts either way, as "other"
-PART_OF_SIGNAL = MappingProxyType({
-    Signal.CPU: "cpu", Signal.MEMORY: "mem", Signal.DISK: "disk", Signal.LATENCY: "lat", Signal.ERRORS: "err",
-    Signal.TRAFFIC: "traffic", Signal.NETWORK: "net", Signal.PACKET_LOSS: "loss", Signal.OTHER: "other",
-})  # fmt: skip
+PART_OF_SIGNAL = MappingProxyType(
+    {
+        Signal.CPU: "cpu",
+        Signal.MEMORY: "mem",
+        Signal.DISK: "disk",
+        Signal.LATENCY: "lat",
+        Signal.ERRORS: "err",
+        Signal.TRAFFIC: "traffic",
+        Signal.NETWORK: "net",
+        Signal.PACKET_LOSS: "loss",
+        Signal.OTHER: "other",
+    }
+)
 # a code path cut short within traces and one that fell silent overall are one component
 LOG_PART = MappingProxyType({"cut": "logdrop"})
 
@@ -27,12 +36,19 @@ LOG_PART = MappingProxyType({"cut": "logdrop"})
 # is not an overload, a slow service is not a CPU fault without a CPU signal, and a wrong
 # result is an error without an exception, so it needs error logs: a code path that only
 # stopped (its log lines gone, nothing logged instead) was cut short by a thrown exception.
-GATES: Mapping[FaultType, tuple[str, ...]] = MappingProxyType({
-    FaultType.CPU: ("cpu",), FaultType.MEMORY: ("mem",), FaultType.DISK: ("disk",),
-    FaultType.NETWORK_DELAY: ("gap", "lat", "net"), FaultType.NETWORK_LOSS: ("loss",),
-    FaultType.EXCEPTION: ("exc", "err", "logdrop"), FaultType.WRONG_RESULT: ("logerr",),
-    FaultType.OVERLOAD: ("traffic",), FaultType.UNKNOWN: ("other",),
-})  # fmt: skip
+GATES: Mapping[FaultType, tuple[str, ...]] = MappingProxyType(
+    {
+        FaultType.CPU: ("cpu",),
+        FaultType.MEMORY: ("mem",),
+        FaultType.DISK: ("disk",),
+        FaultType.NETWORK_DELAY: ("gap", "lat", "net"),
+        FaultType.NETWORK_LOSS: ("loss",),
+        FaultType.EXCEPTION: ("exc", "err", "logdrop"),
+        FaultType.WRONG_RESULT: ("logerr",),
+        FaultType.OVERLOAD: ("traffic",),
+        FaultType.UNKNOWN: ("other",),
+    }
+)
 
 
 def _frozen(d: dict) -> Mapping:  # type: ignore[type-arg]
@@ -45,27 +61,50 @@ class FaultModel:
     metric_scale: float = 20.0
     trace_scale: float = 8.0
     # the summed log deviation at which a log component reaches 63%
-    log_scales: Mapping[str, float] = field(default_factory=lambda: _frozen(
-        {"exc": 2.0, "logerr": 5.0, "lognew": 20.0, "logdrop": 2.0, "cut": 8.0}))  # fmt: skip
+    log_scales: Mapping[str, float] = field(
+        default_factory=lambda: _frozen({"exc": 2.0, "logerr": 5.0, "lognew": 20.0, "logdrop": 2.0, "cut": 8.0})
+    )
     # How much a component, once it stands out, points at its own service rather than at the
     # load or at a neighbour: exceptions thrown and delays on every call of a service are its
     # own; latency, traffic, I/O counters and error logs also move in its callers.
-    specificity: Mapping[str, float] = field(default_factory=lambda: _frozen({
-        "exc": 1.0, "gap": 1.0, "gap_out": 0.9, "own": 0.9, "cpu": 0.9, "mem": 0.8, "logdrop": 0.8, "logerr": 0.7,
-        "err": 0.6, "lat": 0.5, "traffic": 0.2, "disk": 0.4, "net": 0.4, "lognew": 0.4, "loss": 0.8, "other": 0.3,
-    }))  # fmt: skip
+    specificity: Mapping[str, float] = field(
+        default_factory=lambda: _frozen(
+            {
+                "exc": 1.0,
+                "gap": 1.0,
+                "gap_out": 0.9,
+                "own": 0.9,
+                "cpu": 0.9,
+                "mem": 0.8,
+                "logdrop": 0.8,
+                "logerr": 0.7,
+                "err": 0.6,
+                "lat": 0.5,
+                "traffic": 0.2,
+                "disk": 0.4,
+                "net": 0.4,
+                "lognew": 0.4,
+                "loss": 0.8,
+                "other": 0.3,
+            }
+        )
+    )
     # fault type -> (component, weight) pairs; the weights of a type add up to 1
-    recipes: Mapping[FaultType, tuple[tuple[str, float], ...]] = field(default_factory=lambda: _frozen({
-        FaultType.CPU: (("cpu", 0.5), ("gap", 0.3), ("own", 0.1), ("gap_out", 0.1)),
-        FaultType.MEMORY: (("mem", 0.75), ("lat", 0.15), ("own", 0.1)),
-        FaultType.DISK: (("disk", 0.75), ("own", 0.25)),
-        FaultType.NETWORK_DELAY: (("gap", 0.6), ("lat", 0.25), ("net", 0.15)),
-        FaultType.NETWORK_LOSS: (("loss", 0.6), ("err", 0.2), ("gap", 0.2)),
-        FaultType.EXCEPTION: (("exc", 0.5), ("logdrop", 0.3), ("err", 0.1), ("logerr", 0.1)),
-        FaultType.WRONG_RESULT: (("logerr", 0.45), ("logdrop", 0.3), ("lognew", 0.15), ("err", 0.1)),
-        FaultType.OVERLOAD: (("traffic", 0.4), ("lat", 0.4), ("cpu", 0.2)),
-        FaultType.UNKNOWN: (("other", 1.0),),
-    }))  # fmt: skip
+    recipes: Mapping[FaultType, tuple[tuple[str, float], ...]] = field(
+        default_factory=lambda: _frozen(
+            {
+                FaultType.CPU: (("cpu", 0.5), ("gap", 0.3), ("own", 0.1), ("gap_out", 0.1)),
+                FaultType.MEMORY: (("mem", 0.75), ("lat", 0.15), ("own", 0.1)),
+                FaultType.DISK: (("disk", 0.75), ("own", 0.25)),
+                FaultType.NETWORK_DELAY: (("gap", 0.6), ("lat", 0.25), ("net", 0.15)),
+                FaultType.NETWORK_LOSS: (("loss", 0.6), ("err", 0.2), ("gap", 0.2)),
+                FaultType.EXCEPTION: (("exc", 0.5), ("logdrop", 0.3), ("err", 0.1), ("logerr", 0.1)),
+                FaultType.WRONG_RESULT: (("logerr", 0.45), ("logdrop", 0.3), ("lognew", 0.15), ("err", 0.1)),
+                FaultType.OVERLOAD: (("traffic", 0.4), ("lat", 0.4), ("cpu", 0.2)),
+                FaultType.UNKNOWN: (("other", 1.0),),
+            }
+        )
+    )
     default_specificity: float = 0.3  # a component not named above (a host's, say)
 
     def scaled(self, factor: Callable[[], float]) -> FaultModel:

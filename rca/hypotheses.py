@@ -53,9 +53,13 @@ class Hypothesis:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "id": self.id, "service": self.service, "fault_type": self.fault_type.value,
-            "value": self.value, "evidence": list(self.evidence), "rationale": self.rationale,
-        }  # fmt: skip
+            "id": self.id,
+            "service": self.service,
+            "fault_type": self.fault_type.value,
+            "value": self.value,
+            "evidence": list(self.evidence),
+            "rationale": self.rationale,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +105,16 @@ class ScoringConfig:
 
     def victim_terms(self) -> VictimTerms:
         return VictimTerms(
-            keep=self.victim_factor, error_keep=self.error_victim_factor, ratio=self.victim_ratio,
-            error_ratio=self.error_victim_ratio, mismatch_ratio=self.mismatch_victim_ratio,
-            slow_by_errors_ratio=self.slow_by_errors_ratio, hops=self.victim_hops,
-            named_callees=self.on("named_callees"), calls=self.on("calls"),
-        )  # fmt: skip
+            keep=self.victim_factor,
+            error_keep=self.error_victim_factor,
+            ratio=self.victim_ratio,
+            error_ratio=self.error_victim_ratio,
+            mismatch_ratio=self.mismatch_victim_ratio,
+            slow_by_errors_ratio=self.slow_by_errors_ratio,
+            hops=self.victim_hops,
+            named_callees=self.on("named_callees"),
+            calls=self.on("calls"),
+        )
 
 
 def saturate(z: float, k: float) -> float:
@@ -221,7 +230,9 @@ def score_hypotheses(
     comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref)
     recipes = config.model.recipes
     # per fault type, once: the recipe's parts a present modality shows, and what no modality shows
-    seen = {fault: [(part, w) for part, w in recipe if modality_of(part) in modalities] for fault, recipe in recipes.items()}
+    seen = {
+        fault: [(part, w) for part, w in recipe if modality_of(part) in modalities] for fault, recipe in recipes.items()
+    }
     hidden = {fault: unseen(recipe, modalities) for fault, recipe in recipes.items()}
     best: dict[str, tuple[float, FaultType, list[EvidenceId]]] = {}
     for entity, sig in comps.items():
@@ -239,28 +250,60 @@ def score_hypotheses(
                 best[entity] = (value, fault, cites)
     values = {e: v for e, (v, _, _) in best.items()}
     # the evidence of the incident asked about: all of it, unless `timing` tells it apart
-    current = frozenset(ev.id for ev in evidence
-                        if weight(ev, ref, past_weight=0.0, timing=config.on("timing")) == 1.0)  # fmt: skip
-    undated = (frozenset(ev.id for ev in evidence if elsewhere(ev, ref) is Elsewhere.UNDER_WAY
-                           and undatable(ev, window)) if config.on("timing") else frozenset())  # fmt: skip
-    board = Board(evidence, graph, window, symptom, {e: f for e, (_, f, _) in best.items()},
-                  {e: set(cites) for e, (_, _, cites) in best.items()}, current, edge_share, undated)  # fmt: skip
+    current = frozenset(ev.id for ev in evidence if weight(ev, ref, past_weight=0.0, timing=config.on("timing")) == 1.0)
+    undated = (
+        frozenset(ev.id for ev in evidence if elsewhere(ev, ref) is Elsewhere.UNDER_WAY and undatable(ev, window))
+        if config.on("timing")
+        else frozenset()
+    )
+    board = Board(
+        evidence,
+        graph,
+        window,
+        symptom,
+        {e: f for e, (_, f, _) in best.items()},
+        {e: set(cites) for e, (_, _, cites) in best.items()},
+        current,
+        edge_share,
+        undated,
+    )
     adjusted = _apply_rules(values, board, config)
     # values equal to three places (saturated signals) are told apart by the raw deviation of
     # the evidence each cites of this incident (then any of its evidence: names come last)
-    strength = {e: (max((ev.score for ev in evidence if ev.entity == e and ev.id in board.current
-                         and ev.id in board.cites.get(e, ())), default=0.0),
-                    max((ev.score for ev in evidence if ev.entity == e), default=0.0)) for e in adjusted}  # fmt: skip
-    ranked = sorted(adjusted.items(), key=lambda kv: (-round(kv[1][0], RANK_PRECISION), -strength[kv[0]][0],
-                                                      -strength[kv[0]][1], kv[0]))  # fmt: skip
+    strength = {
+        e: (
+            max(
+                (
+                    ev.score
+                    for ev in evidence
+                    if ev.entity == e and ev.id in board.current and ev.id in board.cites.get(e, ())
+                ),
+                default=0.0,
+            ),
+            max((ev.score for ev in evidence if ev.entity == e), default=0.0),
+        )
+        for e in adjusted
+    }
+    ranked = sorted(
+        adjusted.items(),
+        key=lambda kv: (-round(kv[1][0], RANK_PRECISION), -strength[kv[0]][0], -strength[kv[0]][1], kv[0]),
+    )
     out = []
     for i, (entity, (value, why)) in enumerate(ranked, start=1):
         _, fault, cites = best[entity]
         share, missing = hidden[fault]
         if config.on("unseen") and share > 0 and why:
             why = f"{why}; {share:.0%} of its {fault.value} footprint is in {' and '.join(missing)}, missing here: counted at half"
-        out.append(Hypothesis(HypothesisId(f"h-{i}"), entity, fault, round(min(1.0, max(0.0, value)), 4),
-                              tuple(dict.fromkeys(cites)), why))  # fmt: skip
+        out.append(
+            Hypothesis(
+                HypothesisId(f"h-{i}"),
+                entity,
+                fault,
+                round(min(1.0, max(0.0, value)), 4),
+                tuple(dict.fromkeys(cites)),
+                why,
+            )
+        )
     return out
 
 
@@ -294,8 +337,9 @@ def _apply_rules(values: dict[str, float], board: Board, cfg: ScoringConfig) -> 
     if cfg.on("reach"):
         values = discount_unreachable(values, board, factor=cfg.unreachable_factor)
     if cfg.on("endpoints"):
-        values = discount_endpoints(values, board, comove=cfg.endpoint_comove,
-                                    sibling_ratio=cfg.endpoint_sibling_ratio, keep=cfg.victim_factor)  # fmt: skip
+        values = discount_endpoints(
+            values, board, comove=cfg.endpoint_comove, sibling_ratio=cfg.endpoint_sibling_ratio, keep=cfg.victim_factor
+        )
     when = Causality.of(board.evidence, board.cites, board.current)
     terms = cfg.victim_terms()
     out: dict[str, tuple[float, str]] = {}
@@ -305,8 +349,9 @@ def _apply_rules(values: dict[str, float], board: Board, cfg: ScoringConfig) -> 
             if cfg.on("victims") and (callee := explaining_callee(entity, values, board, when, terms)):
                 value *= victim_share(entity, callee, board, terms)
                 why = f"explained in part by anomalous callee {callee}"
-            elif cfg.on("answers") and (caller := earlier_caller(entity, values, board, when, ratio=cfg.victim_ratio,
-                                                                   hops=cfg.victim_hops)):  # fmt: skip
+            elif cfg.on("answers") and (
+                caller := earlier_caller(entity, values, board, when, ratio=cfg.victim_ratio, hops=cfg.victim_hops)
+            ):
                 value *= cfg.victim_factor
                 why = f"began after anomalous caller {caller}"
         out[entity] = (value, why)

@@ -118,9 +118,7 @@ class Series:
         """The part of this series inside the window."""
         lo = int(np.searchsorted(self.timestamps, window.start, side="left"))
         hi = int(np.searchsorted(self.timestamps, window.end, side="left"))
-        return Series(
-            self.entity, self.metric, self.timestamps[lo:hi], self.values[lo:hi], self.instance
-        )
+        return Series(self.entity, self.metric, self.timestamps[lo:hi], self.values[lo:hi], self.instance)
 
     def __len__(self) -> int:
         return int(self.timestamps.shape[0])
@@ -231,9 +229,17 @@ class SpanTable(Sequence[Span]):
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return self.take(i)
-        return Span(str(self.trace_id[i]), str(self.span_id[i]), str(self.parent_id[i]), str(self.entity[i]),
-                    str(self.operation[i]), float(self.start[i]), float(self.end[i]), SpanStatus(self.status[i]),
-                    str(self.instance[i]))  # fmt: skip
+        return Span(
+            str(self.trace_id[i]),
+            str(self.span_id[i]),
+            str(self.parent_id[i]),
+            str(self.entity[i]),
+            str(self.operation[i]),
+            float(self.start[i]),
+            float(self.end[i]),
+            SpanStatus(self.status[i]),
+            str(self.instance[i]),
+        )
 
     def __iter__(self) -> Iterator[Span]:
         return (self[i] for i in range(len(self)))
@@ -309,9 +315,7 @@ class Incident:
 
     def missing(self) -> tuple[str, ...]:
         """Human-readable lines for every absent modality."""
-        return tuple(
-            f"{m}: absent" for m, present in self.sources.modalities().items() if not present
-        )
+        return tuple(f"{m}: absent" for m, present in self.sources.modalities().items() if not present)
 
 
 @dataclass(frozen=True, slots=True)

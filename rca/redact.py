@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
-     "[REDACTED private key]"),
+    (
+        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
+        "[REDACTED private key]",
+    ),
     (re.compile(r"(?i)\b(bearer|token|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 [REDACTED]"),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"), "[REDACTED jwt]"),
     (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), "[REDACTED aws key]"),
@@ -21,10 +23,14 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), "[REDACTED github token]"),
     (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), "[REDACTED google key]"),
     (re.compile(r"(?i)(\w+://[^/\s:@]+):[^@\s/]+@"), r"\1:[REDACTED]@"),  # user:password@host
-    (re.compile(r"(?i)\b((?:[a-z_]*[-_.])?(?:password|passwd|pwd|secret|api[-_]?key|access[-_]?key|"
-                r"private[-_]?key|client[-_]?secret|auth[-_]?token|token|credentials?)[\"']?\s*[:=]\s*[\"']?)"
-                r"([^\s\"',;&}]{3,})"),
-     r"\1[REDACTED]"),
+    (
+        re.compile(
+            r"(?i)\b((?:[a-z_]*[-_.])?(?:password|passwd|pwd|secret|api[-_]?key|access[-_]?key|"
+            r"private[-_]?key|client[-_]?secret|auth[-_]?token|token|credentials?)[\"']?\s*[:=]\s*[\"']?)"
+            r"([^\s\"',;&}]{3,})"
+        ),
+        r"\1[REDACTED]",
+    ),
 )
 
 

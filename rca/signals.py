@@ -53,24 +53,158 @@ def words(metric: str) -> tuple[str, ...]:
 
 # Word lists per signal, tried in this order: a CPU or an error word decides before a unit
 # word does (`container_cpu_usage_seconds_total` is CPU, `http_server_errors_total` errors).
-_CPU = {"cpu", "cpus", "vcpu", "processor", "power", "energy", "watts", "joules", "load", "loadavg", "throttled",
-        "throttling", "cfs", "steal"}  # fmt: skip
-_ERRORS = {"error", "errors", "err", "errs", "fail", "failed", "failure", "failures", "fault", "faults", "5xx",
-           "exception", "exceptions", "success", "successful", "availability", "unavailable", "restart",
-           "restarts", "crash", "crashes", "crashloop", "panic", "panics", "timeout", "timeouts", "rejected",
-           "refused", "oomkilled", "apdex"}  # fmt: skip
-_LOSS = {"retrans", "retransmit", "retransmits", "retransmitted", "retransmission", "retransmissions", "dropped",
-         "drop", "drops", "loss", "lost"}  # fmt: skip
-_MEMORY = {"memory", "mem", "rss", "heap", "nonheap", "gc", "oom", "swap", "resident", "alloc", "allocated",
-           "allocation", "allocations", "malloc", "pss"}  # fmt: skip
-_DISK = {"disk", "disks", "io", "iops", "fs", "filesystem", "blkio", "inode", "inodes", "volume", "storage", "iowait",
-         "read", "write", "reads", "writes"}  # fmt: skip
-_LATENCY = {"latency", "latencies", "lat", "duration", "durations", "response", "responsetime", "rt", "delay",
-            "elapsed", "seconds", "wait", "slow"}  # fmt: skip
-_NETWORK = {"network", "net", "receive", "received", "transmit", "transmitted", "rx", "tx", "packets", "packet",
-            "tcp", "udp", "socket", "sockets", "bandwidth", "ingress", "egress", "bytes"}  # fmt: skip
-_TRAFFIC = {"workload", "requests", "request", "req", "reqs", "qps", "rps", "tps", "throughput", "ops", "calls",
-            "invocations", "messages", "count", "hits", "sessions", "connections", "users", "active"}  # fmt: skip
+_CPU = {
+    "cpu",
+    "cpus",
+    "vcpu",
+    "processor",
+    "power",
+    "energy",
+    "watts",
+    "joules",
+    "load",
+    "loadavg",
+    "throttled",
+    "throttling",
+    "cfs",
+    "steal",
+}
+_ERRORS = {
+    "error",
+    "errors",
+    "err",
+    "errs",
+    "fail",
+    "failed",
+    "failure",
+    "failures",
+    "fault",
+    "faults",
+    "5xx",
+    "exception",
+    "exceptions",
+    "success",
+    "successful",
+    "availability",
+    "unavailable",
+    "restart",
+    "restarts",
+    "crash",
+    "crashes",
+    "crashloop",
+    "panic",
+    "panics",
+    "timeout",
+    "timeouts",
+    "rejected",
+    "refused",
+    "oomkilled",
+    "apdex",
+}
+_LOSS = {
+    "retrans",
+    "retransmit",
+    "retransmits",
+    "retransmitted",
+    "retransmission",
+    "retransmissions",
+    "dropped",
+    "drop",
+    "drops",
+    "loss",
+    "lost",
+}
+_MEMORY = {
+    "memory",
+    "mem",
+    "rss",
+    "heap",
+    "nonheap",
+    "gc",
+    "oom",
+    "swap",
+    "resident",
+    "alloc",
+    "allocated",
+    "allocation",
+    "allocations",
+    "malloc",
+    "pss",
+}
+_DISK = {
+    "disk",
+    "disks",
+    "io",
+    "iops",
+    "fs",
+    "filesystem",
+    "blkio",
+    "inode",
+    "inodes",
+    "volume",
+    "storage",
+    "iowait",
+    "read",
+    "write",
+    "reads",
+    "writes",
+}
+_LATENCY = {
+    "latency",
+    "latencies",
+    "lat",
+    "duration",
+    "durations",
+    "response",
+    "responsetime",
+    "rt",
+    "delay",
+    "elapsed",
+    "seconds",
+    "wait",
+    "slow",
+}
+_NETWORK = {
+    "network",
+    "net",
+    "receive",
+    "received",
+    "transmit",
+    "transmitted",
+    "rx",
+    "tx",
+    "packets",
+    "packet",
+    "tcp",
+    "udp",
+    "socket",
+    "sockets",
+    "bandwidth",
+    "ingress",
+    "egress",
+    "bytes",
+}
+_TRAFFIC = {
+    "workload",
+    "requests",
+    "request",
+    "req",
+    "reqs",
+    "qps",
+    "rps",
+    "tps",
+    "throughput",
+    "ops",
+    "calls",
+    "invocations",
+    "messages",
+    "count",
+    "hits",
+    "sessions",
+    "connections",
+    "users",
+    "active",
+}
 _COUNT_ENDINGS = {"count", "total"}  # `..._seconds_count` counts requests, it does not time them
 
 
@@ -110,8 +244,24 @@ def signal_of(metric: str) -> Signal:
 
 
 # words of a series where a fall, not a rise, is the bad way
-_GOOD_WHEN_HIGH = {"success", "successful", "availability", "available", "avail", "uptime", "up", "ok", "apdex",
-                   "hit", "hits", "free", "idle", "ready", "healthy", "alive"}  # fmt: skip
+_GOOD_WHEN_HIGH = {
+    "success",
+    "successful",
+    "availability",
+    "available",
+    "avail",
+    "uptime",
+    "up",
+    "ok",
+    "apdex",
+    "hit",
+    "hits",
+    "free",
+    "idle",
+    "ready",
+    "healthy",
+    "alive",
+}
 
 
 def bad_direction(metric: str) -> int:

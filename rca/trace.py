@@ -102,18 +102,27 @@ class Trace:
 
 
 # -- stages ---------------------------------------------------------------------------------
-def hypothesis_set(ep: EvidencePackage, *, graph: nx.DiGraph, symptom: str,
-                   config: ScoringConfig = ScoringConfig()) -> tuple[Hypothesis, ...]:  # fmt: skip
+def hypothesis_set(
+    ep: EvidencePackage, *, graph: nx.DiGraph, symptom: str, config: ScoringConfig = ScoringConfig()
+) -> tuple[Hypothesis, ...]:
     """Stage 2 from stage 1."""
-    return tuple(score_hypotheses(
-        ep.evidence, graph=graph, window=ep.window, symptom=symptom,
-        modalities=frozenset(Modality(m) for m, ok in ep.modalities.items() if ok),
-        edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS), config=config, alert_time=ep.alert_time,
-    ))  # fmt: skip
+    return tuple(
+        score_hypotheses(
+            ep.evidence,
+            graph=graph,
+            window=ep.window,
+            symptom=symptom,
+            modalities=frozenset(Modality(m) for m, ok in ep.modalities.items() if ok),
+            edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS),
+            config=config,
+            alert_time=ep.alert_time,
+        )
+    )
 
 
-def analysis_structure(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], *,
-                       graph: nx.DiGraph, symptom: str, top: int = 3) -> tuple[Chain, ...]:  # fmt: skip
+def analysis_structure(
+    ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], *, graph: nx.DiGraph, symptom: str, top: int = 3
+) -> tuple[Chain, ...]:
     """Stage 3: for the leading hypotheses, the call path from the root cause up to the symptom.
 
     A step of the path becomes a causal link only where the telemetry supports it: the callee
@@ -163,7 +172,9 @@ def is_call(link: Link, graph: nx.DiGraph) -> bool:
 
 def in_order(link: Link) -> bool:
     """The link's cause did not start after its effect (a link without both onsets passes)."""
-    return link.onset_source is None or link.onset_target is None or in_causal_order(link.onset_source, link.onset_target)
+    return (
+        link.onset_source is None or link.onset_target is None or in_causal_order(link.onset_source, link.onset_target)
+    )
 
 
 def supported(link: Link, by_id: dict[EvidenceId, Evidence]) -> bool:
@@ -171,15 +182,18 @@ def supported(link: Link, by_id: dict[EvidenceId, Evidence]) -> bool:
     return any(i in by_id and by_id[i].entity == link.source for i in link.evidence)
 
 
-def analysed_order(hypotheses: tuple[Hypothesis, ...], chains: tuple[Chain, ...], *, graph: nx.DiGraph,
-                   evidence: tuple[Evidence, ...]) -> tuple[Hypothesis, ...]:  # fmt: skip
+def analysed_order(
+    hypotheses: tuple[Hypothesis, ...], chains: tuple[Chain, ...], *, graph: nx.DiGraph, evidence: tuple[Evidence, ...]
+) -> tuple[Hypothesis, ...]:
     """The hypotheses in the order the decision weighs them: among those the analysis chained
     to the symptom, a cause whose chain it holds broken (a link that is no call, puts the
     effect first, or cites nothing of its cause) comes after those whose chain holds; each
     group, and every hypothesis not analysed, keeps its place by value."""
     by_id = {ev.id: ev for ev in evidence}
-    broken = {c.hypothesis: not all(is_call(ln, graph) and in_order(ln) and supported(ln, by_id) for ln in c.links)
-              for c in chains}  # fmt: skip
+    broken = {
+        c.hypothesis: not all(is_call(ln, graph) and in_order(ln) and supported(ln, by_id) for ln in c.links)
+        for c in chains
+    }
     places = [i for i, h in enumerate(hypotheses) if h.id in broken]
     out = list(hypotheses)
     for i, h in zip(places, sorted((hypotheses[i] for i in places), key=lambda h: broken[h.id]), strict=True):
@@ -187,8 +201,14 @@ def analysed_order(hypotheses: tuple[Hypothesis, ...], chains: tuple[Chain, ...]
     return tuple(out)
 
 
-def decision_report(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], chains: tuple[Chain, ...], *,
-                    graph: nx.DiGraph, symptom: str) -> DecisionReport:  # fmt: skip
+def decision_report(
+    ep: EvidencePackage,
+    hypotheses: tuple[Hypothesis, ...],
+    chains: tuple[Chain, ...],
+    *,
+    graph: nx.DiGraph,
+    symptom: str,
+) -> DecisionReport:
     """Stage 4, from the analysis: ranking with confidence, and a test per leading hypothesis."""
     hypotheses = analysed_order(hypotheses, chains, graph=graph, evidence=ep.evidence)
     decision = decide(hypotheses, symptom=symptom)
@@ -201,20 +221,27 @@ def decision_report(ep: EvidencePackage, hypotheses: tuple[Hypothesis, ...], cha
             continue
         strongest = max(cited, key=lambda ev: ev.score)
         tool = {Modality.METRICS: "metrics", Modality.LOGS: "logs", Modality.TRACES: "spans"}[strongest.modality]
-        expected = tuple(
-            (other.id, "anomalous" if other.service == h.service else "normal") for other in leaders
+        expected = tuple((other.id, "anomalous" if other.service == h.service else "normal") for other in leaders)
+        tests.append(
+            VerificationTest(
+                f"t-{len(tests) + 1}",
+                h.id,
+                tool,
+                strongest.entity,
+                strongest.query,
+                strongest.subject,
+                expected,
+                f"{strongest.subject} at {strongest.entity} is anomalous if {h.service} "
+                f"({h.fault_type.value}) is the cause, and normal if another leading hypothesis is",
+            )
         )
-        tests.append(VerificationTest(
-            f"t-{len(tests) + 1}", h.id, tool, strongest.entity, strongest.query, strongest.subject, expected,
-            f"{strongest.subject} at {strongest.entity} is anomalous if {h.service} "
-            f"({h.fault_type.value}) is the cause, and normal if another leading hypothesis is",
-        ))  # fmt: skip
     ranking = tuple((c.service, c.fault_type, c.confidence, c.hypothesis) for c in decision.ranking)
     return DecisionReport(ranking, decision.confidence, decision.summary, tuple(tests))
 
 
-def replay(trace: Trace, *, graph: nx.DiGraph, start: str = "hypothesis_set",
-           config: ScoringConfig = ScoringConfig()) -> Trace:  # fmt: skip
+def replay(
+    trace: Trace, *, graph: nx.DiGraph, start: str = "hypothesis_set", config: ScoringConfig = ScoringConfig()
+) -> Trace:
     """Re-run the stages from `start` on, from the artifacts upstream of it."""
     if start not in STAGES[1:]:
         raise ValueError(f"can replay from {', '.join(STAGES[1:])}, not {start!r}")
@@ -258,33 +285,70 @@ def to_json(trace: Trace) -> dict[str, Any]:
         "evidence_package": {
             "window": {"start": to_iso(ep.window.start), "end": to_iso(ep.window.end)},
             "alert_time": None if ep.alert_time is None else to_iso(ep.alert_time),
-            "modalities": dict(ep.modalities), "entity_scope": list(ep.scope),
-            "evidence": [ev.to_json() for ev in ep.evidence], "missing": list(ep.missing),
-            "edge_shares": {k: {"in": round(v.incoming, 4), "out": round(v.outgoing, 4), "timed": sorted(v.timed)}
-                            for k, v in sorted(ep.edge_shares.items())},
+            "modalities": dict(ep.modalities),
+            "entity_scope": list(ep.scope),
+            "evidence": [ev.to_json() for ev in ep.evidence],
+            "missing": list(ep.missing),
+            "edge_shares": {
+                k: {"in": round(v.incoming, 4), "out": round(v.outgoing, 4), "timed": sorted(v.timed)}
+                for k, v in sorted(ep.edge_shares.items())
+            },
         },
         "hypothesis_set": {"hypotheses": [h.to_json() for h in trace.hypotheses]},
-        "analysis_structure": {"chains": [
-            {"hypothesis": c.hypothesis, "root": c.root, "links": [
-                {"id": ln.id, "source": ln.source, "target": ln.target, "onset_source": ln.onset_source,
-                 "onset_target": ln.onset_target, "evidence": list(ln.evidence)} for ln in c.links]}
-            for c in trace.chains]},
-        "decision_report": {
-            "ranking": [{"service": s, "fault_type": f, "confidence": c, "hypothesis": h}
-                        for s, f, c, h in trace.decision.ranking],
-            "confidence": trace.decision.confidence, "summary": trace.decision.summary,
-            "tests": [{"id": t.id, "hypothesis": t.hypothesis, "tool": t.tool, "target": t.target,
-                       "query": t.query, "subject": t.subject, "expected": dict(t.expected),
-                       "rationale": t.rationale}
-                      for t in trace.decision.tests],
+        "analysis_structure": {
+            "chains": [
+                {
+                    "hypothesis": c.hypothesis,
+                    "root": c.root,
+                    "links": [
+                        {
+                            "id": ln.id,
+                            "source": ln.source,
+                            "target": ln.target,
+                            "onset_source": ln.onset_source,
+                            "onset_target": ln.onset_target,
+                            "evidence": list(ln.evidence),
+                        }
+                        for ln in c.links
+                    ],
+                }
+                for c in trace.chains
+            ]
         },
-        "cost": {"seconds": round(trace.cost.seconds, 4), "iterations": trace.cost.iterations,
-                 "hypotheses": trace.cost.hypotheses, "evidence_items": trace.cost.evidence_items,
-                 "llm_calls": trace.cost.llm_calls, "llm_input_tokens": trace.cost.llm_input_tokens,
-                 "llm_output_tokens": trace.cost.llm_output_tokens,
-                 "llm_cached_tokens": trace.cost.llm_cached_tokens, "reads": trace.cost.reads,
-                 "llm_phases": {phase: {"calls": calls, "tokens": tokens} for phase, calls, tokens in trace.cost.llm_phases}},
-    }  # fmt: skip
+        "decision_report": {
+            "ranking": [
+                {"service": s, "fault_type": f, "confidence": c, "hypothesis": h}
+                for s, f, c, h in trace.decision.ranking
+            ],
+            "confidence": trace.decision.confidence,
+            "summary": trace.decision.summary,
+            "tests": [
+                {
+                    "id": t.id,
+                    "hypothesis": t.hypothesis,
+                    "tool": t.tool,
+                    "target": t.target,
+                    "query": t.query,
+                    "subject": t.subject,
+                    "expected": dict(t.expected),
+                    "rationale": t.rationale,
+                }
+                for t in trace.decision.tests
+            ],
+        },
+        "cost": {
+            "seconds": round(trace.cost.seconds, 4),
+            "iterations": trace.cost.iterations,
+            "hypotheses": trace.cost.hypotheses,
+            "evidence_items": trace.cost.evidence_items,
+            "llm_calls": trace.cost.llm_calls,
+            "llm_input_tokens": trace.cost.llm_input_tokens,
+            "llm_output_tokens": trace.cost.llm_output_tokens,
+            "llm_cached_tokens": trace.cost.llm_cached_tokens,
+            "reads": trace.cost.reads,
+            "llm_phases": {phase: {"calls": calls, "tokens": tokens} for phase, calls, tokens in trace.cost.llm_phases},
+        },
+    }
     _validate(doc)
     return doc
 
@@ -295,39 +359,83 @@ def from_json(doc: dict[str, Any]) -> Trace:
     ep = doc["evidence_package"]
     evidence = tuple(
         Evidence(
-            id=EvidenceId(e["id"]), modality=Modality(e["modality"]), kind=EvidenceKind(e["kind"]),
-            entity=e["entity"], subject=e["subject"], score=float(e["score"]), signal=Signal(e["signal"]),
-            query=e["query"], detail=e["detail"], onset=e["onset"], direction=int(e["direction"]),
-            profile=tuple((float(t), float(z)) for t, z in e["profile"]), until=e.get("until"),
+            id=EvidenceId(e["id"]),
+            modality=Modality(e["modality"]),
+            kind=EvidenceKind(e["kind"]),
+            entity=e["entity"],
+            subject=e["subject"],
+            score=float(e["score"]),
+            signal=Signal(e["signal"]),
+            query=e["query"],
+            detail=e["detail"],
+            onset=e["onset"],
+            direction=int(e["direction"]),
+            profile=tuple((float(t), float(z)) for t, z in e["profile"]),
+            until=e.get("until"),
             under_way=bool(e.get("under_way", False)),
             peers=tuple(e.get("peers", ())),
         )
         for e in ep["evidence"]
-    )  # fmt: skip
+    )
     package = EvidencePackage(
         Window(parse_timestamp(ep["window"]["start"]), parse_timestamp(ep["window"]["end"])),
-        dict(ep["modalities"]), tuple(ep["entity_scope"]), evidence, tuple(ep["missing"]),
-        {k: GapShare(float(v["in"]), float(v["out"]), frozenset(v.get("timed", ()))) for k, v in ep["edge_shares"].items()},
+        dict(ep["modalities"]),
+        tuple(ep["entity_scope"]),
+        evidence,
+        tuple(ep["missing"]),
+        {
+            k: GapShare(float(v["in"]), float(v["out"]), frozenset(v.get("timed", ())))
+            for k, v in ep["edge_shares"].items()
+        },
         parse_timestamp(ep["alert_time"]) if ep.get("alert_time") else None,
     )
     hyps = tuple(
-        Hypothesis(HypothesisId(h["id"]), h["service"], FaultType(h["fault_type"]), float(h["value"]),
-                   tuple(EvidenceId(i) for i in h["evidence"]), h["rationale"])  # fmt: skip
+        Hypothesis(
+            HypothesisId(h["id"]),
+            h["service"],
+            FaultType(h["fault_type"]),
+            float(h["value"]),
+            tuple(EvidenceId(i) for i in h["evidence"]),
+            h["rationale"],
+        )
         for h in doc["hypothesis_set"]["hypotheses"]
     )
     chains = tuple(
-        Chain(HypothesisId(c["hypothesis"]), c["root"], tuple(
-            Link(ln["id"], ln["source"], ln["target"], ln["onset_source"], ln["onset_target"],
-                 tuple(EvidenceId(i) for i in ln["evidence"])) for ln in c["links"]))  # fmt: skip
+        Chain(
+            HypothesisId(c["hypothesis"]),
+            c["root"],
+            tuple(
+                Link(
+                    ln["id"],
+                    ln["source"],
+                    ln["target"],
+                    ln["onset_source"],
+                    ln["onset_target"],
+                    tuple(EvidenceId(i) for i in ln["evidence"]),
+                )
+                for ln in c["links"]
+            ),
+        )
         for c in doc["analysis_structure"]["chains"]
     )
     dr = doc["decision_report"]
     decision = DecisionReport(
         tuple((r["service"], r["fault_type"], float(r["confidence"]), r["hypothesis"]) for r in dr["ranking"]),
-        float(dr["confidence"]), dr["summary"],
-        tuple(VerificationTest(t["id"], HypothesisId(t["hypothesis"]), t["tool"], t["target"], t["query"], t["subject"],
-                               tuple((HypothesisId(k), v) for k, v in t["expected"].items()), t["rationale"])
-              for t in dr["tests"]),  # fmt: skip
+        float(dr["confidence"]),
+        dr["summary"],
+        tuple(
+            VerificationTest(
+                t["id"],
+                HypothesisId(t["hypothesis"]),
+                t["tool"],
+                t["target"],
+                t["query"],
+                t["subject"],
+                tuple((HypothesisId(k), v) for k, v in t["expected"].items()),
+                t["rationale"],
+            )
+            for t in dr["tests"]
+        ),
     )
     inc = doc["incident"]
     return Trace(inc["id"], inc["symptom"], inc["engine"], package, hyps, chains, decision, cost_from_json(doc["cost"]))
@@ -337,5 +445,15 @@ def cost_from_json(c: dict[str, Any]) -> Cost:
     """A trace's cost section (`reads` and `llm_phases` are absent from traces written before
     they were counted)."""
     phases = tuple((str(k), int(v["calls"]), int(v["tokens"])) for k, v in c.get("llm_phases", {}).items())
-    return Cost(c["seconds"], c["iterations"], c["hypotheses"], c["evidence_items"], c["llm_calls"],
-                c["llm_input_tokens"], c["llm_output_tokens"], c["llm_cached_tokens"], c.get("reads", 0), phases)  # fmt: skip
+    return Cost(
+        c["seconds"],
+        c["iterations"],
+        c["hypotheses"],
+        c["evidence_items"],
+        c["llm_calls"],
+        c["llm_input_tokens"],
+        c["llm_output_tokens"],
+        c["llm_cached_tokens"],
+        c.get("reads", 0),
+        phases,
+    )

@@ -14,8 +14,12 @@ _CLOCK_RANGE = re.compile(r"^(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})$")
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
 
 
-_UNITS = ((re.compile(r"(\d+)\s*(?:seconds?|secs?)\b"), "s"), (re.compile(r"(\d+)\s*(?:minutes?|mins?)\b"), "m"),
-          (re.compile(r"(\d+)\s*(?:hours?|hrs?)\b"), "h"), (re.compile(r"(\d+)\s*(?:days?)\b"), "d"))  # fmt: skip
+_UNITS = (
+    (re.compile(r"(\d+)\s*(?:seconds?|secs?)\b"), "s"),
+    (re.compile(r"(\d+)\s*(?:minutes?|mins?)\b"), "m"),
+    (re.compile(r"(\d+)\s*(?:hours?|hrs?)\b"), "h"),
+    (re.compile(r"(\d+)\s*(?:days?)\b"), "d"),
+)
 
 
 def parse_duration(text: str) -> float:

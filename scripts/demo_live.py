@@ -24,11 +24,24 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, backfilled(case, Path(tmp)) as (url, mapping):
         print(f"Prometheus at {url} serves the metrics of {case.id} (Nezha's TrainTicket data, MIT)")
         print(f"mapping: engine metric -> PromQL in {mapping}; logs and traces come from the recording\n")
-        return subprocess.call([
-            sys.executable, "-m", "bot.cli", "investigate", case.incident.symptom,
-            f"{int(window.seconds // 60)}m", "--at", to_iso(window.end), "--data", str(embedded_data()),
-            "--prometheus", url, "--prom-mapping", str(mapping),
-        ])  # fmt: skip
+        return subprocess.call(
+            [
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "investigate",
+                case.incident.symptom,
+                f"{int(window.seconds // 60)}m",
+                "--at",
+                to_iso(window.end),
+                "--data",
+                str(embedded_data()),
+                "--prometheus",
+                url,
+                "--prom-mapping",
+                str(mapping),
+            ]
+        )
 
 
 if __name__ == "__main__":

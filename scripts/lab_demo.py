@@ -48,8 +48,10 @@ async def demo(seed: int, family: str, tmp: Path) -> int:
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", port).start()
     config = alertmanager_config(f"http://127.0.0.1:{port}/alerts/alertmanager", TOKEN)
-    with alertmanager(tmp / "am", config) as am_url, \
-            running(shop, tmp / "run", prometheus_extra=prometheus_alerting(tmp / "run", am_url)) as lab:  # fmt: skip
+    with (
+        alertmanager(tmp / "am", config) as am_url,
+        running(shop, tmp / "run", prometheus_extra=prometheus_alerting(tmp / "run", am_url)) as lab,
+    ):
         calls = ", ".join(f"{a} -> {b}" for a, b in shop.edges())
         print(f"shop {seed}: {len(shop.services)} services, entry {shop.entry}; calls {calls}")
         print(f"Prometheus {lab.prometheus} (scraping every 5 s, alert rules loaded), Alertmanager {am_url}")
@@ -67,8 +69,14 @@ async def demo(seed: int, family: str, tmp: Path) -> int:
             return 1
         service = n.labels.get("service") or next((a.labels.get("service", "") for a in n.alerts), shop.entry)
         print(f"\n🚨 {n.labels.get('alertname', 'alert')} ({n.severity}): {n.summary}\n", flush=True)
-        telemetry = LiveTelemetry(LiveConfig(prometheus_url=lab.prometheus, prom_mapping=mapping_file(),
-                                             log_dir=lab.workdir / "logs", otlp=lab.workdir / "traces"))  # fmt: skip
+        telemetry = LiveTelemetry(
+            LiveConfig(
+                prometheus_url=lab.prometheus,
+                prom_mapping=mapping_file(),
+                log_dir=lab.workdir / "logs",
+                otlp=lab.workdir / "traces",
+            )
+        )
         store, memory = Store(tmp / "rcabot.db"), SqlRepairMemory(tmp / "rcabot.db")
         desk = Desk(telemetry=telemetry, store=store, memory=memory, engine="lats", workers=1)
         try:
@@ -93,7 +101,9 @@ def main() -> int:
     p.add_argument("--family", choices=FAMILIES, default="cpu", help="the fault to inject (default cpu)")
     args = p.parse_args()
     if binaries() is None or alertmanager_binary() is None:
-        print("prometheus or alertmanager is not installed: run scripts/ensure-prometheus.sh (as root)", file=sys.stderr)
+        print(
+            "prometheus or alertmanager is not installed: run scripts/ensure-prometheus.sh (as root)", file=sys.stderr
+        )
         return 1
     with tempfile.TemporaryDirectory(prefix="rcabot-lab-") as tmp:
         return asyncio.run(demo(args.seed, args.family, Path(tmp)))

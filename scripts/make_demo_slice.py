@@ -23,18 +23,14 @@ def main(root: Path, day: str, clock: str, out: Path) -> None:
     faults = json.loads((src / f"{day}-fault_list.json").read_text())
     keep = {h: [f for f in v if f["inject_time"].endswith(clock)] for h, v in faults.items()}
     keep = {h: v for h, v in keep.items() if v}
-    inject = (
-        datetime.strptime(f"{day} {clock}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
-    )
+    inject = datetime.strptime(f"{day} {clock}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
     dst = out / "rca_data" / day
     for sub in ("metric", "log", "trace", "traceid"):
         (dst / sub).mkdir(parents=True, exist_ok=True)
     (dst / f"{day}-fault_list.json").write_text(json.dumps(keep, indent=4))
     for f in sorted((src / "metric").glob("*.csv.gz")):
         frame = pd.read_csv(f)
-        frame = frame[
-            (frame["TimeStamp"] >= inject - 70 * 60) & (frame["TimeStamp"] <= inject + 15 * 60)
-        ]
+        frame = frame[(frame["TimeStamp"] >= inject - 70 * 60) & (frame["TimeStamp"] <= inject + 15 * 60)]
         with gzip.open(dst / "metric" / f.name, "wt") as fh:
             frame.to_csv(fh, index=False)
     for offset in range(3):

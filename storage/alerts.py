@@ -18,14 +18,17 @@ from storage.database import Conflict, Migration, open_database
 GROUPS = "alert_groups"
 UNROUTED = "alerts_unrouted"
 MIGRATIONS = (
-    Migration(1, (
-        f"create table if not exists {GROUPS} (key {{text}} primary key, channel {{text}}, service {{text}}, "
-        "status {text}, thread_ts {text}, investigation {text}, labels {text}, fired {float}, resolved {float}, "
-        "notifications {int}, created {float})",
-        f"create table if not exists {UNROUTED} (id {{serial}}, created {{float}}, labels {{text}})",
-    )),
+    Migration(
+        1,
+        (
+            f"create table if not exists {GROUPS} (key {{text}} primary key, channel {{text}}, service {{text}}, "
+            "status {text}, thread_ts {text}, investigation {text}, labels {text}, fired {float}, resolved {float}, "
+            "notifications {int}, created {float})",
+            f"create table if not exists {UNROUTED} (id {{serial}}, created {{float}}, labels {{text}})",
+        ),
+    ),
     Migration(2, (f"alter table {GROUPS} add column told {{text}}",)),  # fingerprints told in the thread (JSON)
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +53,23 @@ class AlertStore:
     def close(self) -> None:
         self._db.close()
 
-    def claim(self, key: str, *, channel: str, service: str, labels: dict[str, str], fired: float,
-              status: str = "firing") -> bool:  # fmt: skip
+    def claim(
+        self, key: str, *, channel: str, service: str, labels: dict[str, str], fired: float, status: str = "firing"
+    ) -> bool:
         """True for the first delivery of a group (this process opens its thread), else False."""
-        row = {"key": key, "channel": channel, "service": service, "status": status, "thread_ts": "",
-               "investigation": "", "labels": json.dumps(labels), "fired": fired, "resolved": None,
-               "notifications": 1, "created": time.time()}  # fmt: skip
+        row = {
+            "key": key,
+            "channel": channel,
+            "service": service,
+            "status": status,
+            "thread_ts": "",
+            "investigation": "",
+            "labels": json.dumps(labels),
+            "fired": fired,
+            "resolved": None,
+            "notifications": 1,
+            "created": time.time(),
+        }
         try:
             self._db.insert(GROUPS, row)
         except Conflict:
@@ -84,13 +98,19 @@ class AlertStore:
     def refire(self, key: str, fired: float) -> bool:
         """A resolved group fires again: firing once more from `fired` (True for the one process
         that sets it so; False where the group is not resolved)."""
-        return self._db.execute(f"update {GROUPS} set status = 'firing', fired = ?, resolved = null, told = null, "
-                                "notifications = notifications + 1 where key = ? and status = 'resolved'",
-                                [fired, key]) == 1  # fmt: skip
+        return (
+            self._db.execute(
+                f"update {GROUPS} set status = 'firing', fired = ?, resolved = null, told = null, "
+                "notifications = notifications + 1 where key = ? and status = 'resolved'",
+                [fired, key],
+            )
+            == 1
+        )
 
     def opened(self, key: str, *, thread_ts: str, investigation: str) -> None:
-        self._db.execute(f"update {GROUPS} set thread_ts = ?, investigation = ? where key = ?",
-                         [thread_ts, investigation, key])  # fmt: skip
+        self._db.execute(
+            f"update {GROUPS} set thread_ts = ?, investigation = ? where key = ?", [thread_ts, investigation, key]
+        )
 
     def notified(self, key: str, times: int = 1) -> None:
         self._db.execute(f"update {GROUPS} set notifications = notifications + ? where key = ?", [times, key])
@@ -101,8 +121,14 @@ class AlertStore:
 
     def resolve(self, key: str, at: float) -> bool:
         """Mark a firing (or folded) group resolved; False when it was not (resolved already, unknown)."""
-        return self._db.execute(f"update {GROUPS} set status = 'resolved', resolved = ? "
-                                "where key = ? and status in ('firing', 'grouped')", [at, key]) == 1  # fmt: skip
+        return (
+            self._db.execute(
+                f"update {GROUPS} set status = 'resolved', resolved = ? "
+                "where key = ? and status in ('firing', 'grouped')",
+                [at, key],
+            )
+            == 1
+        )
 
     def group(self, key: str) -> AlertGroup | None:
         rows = self._db.query(f"select * from {GROUPS} where key = ?", [key])
@@ -123,5 +149,15 @@ class AlertStore:
 
 
 def _group(r: dict[str, Any]) -> AlertGroup:
-    return AlertGroup(r["key"], r["channel"], r["service"], r["status"], r["thread_ts"] or "", r["investigation"] or "",
-                      json.loads(r["labels"] or "{}"), r["fired"], r["resolved"], r["notifications"])  # fmt: skip
+    return AlertGroup(
+        r["key"],
+        r["channel"],
+        r["service"],
+        r["status"],
+        r["thread_ts"] or "",
+        r["investigation"] or "",
+        json.loads(r["labels"] or "{}"),
+        r["fired"],
+        r["resolved"],
+        r["notifications"],
+    )

@@ -129,7 +129,9 @@ class Database:
                 if rows:
                     self._run("update schema_migrations set version = ? where component = ?", [m.version, component])
                 else:
-                    self._run("insert into schema_migrations (component, version) values (?, ?)", [component, m.version])
+                    self._run(
+                        "insert into schema_migrations (component, version) values (?, ?)", [component, m.version]
+                    )
                 version = m.version
         return version
 
@@ -227,8 +229,9 @@ class PostgresDatabase(Database):
 
         if self._conn is None or self._conn.closed:
             try:
-                self._conn = psycopg.connect(self.url, autocommit=True, row_factory=dict_row,
-                                             connect_timeout=self.CONNECT_TIMEOUT)  # fmt: skip
+                self._conn = psycopg.connect(
+                    self.url, autocommit=True, row_factory=dict_row, connect_timeout=self.CONNECT_TIMEOUT
+                )
             except psycopg.OperationalError as exc:
                 self._conn = None
                 raise Unavailable(f"PostgreSQL cannot be reached: {_first_line(exc)}") from exc

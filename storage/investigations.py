@@ -19,38 +19,44 @@ from typing import Any
 from storage.database import Conflict, Migration, open_database
 
 MIGRATIONS = (
-    Migration(1, (
-        "create table if not exists investigations (id {text} primary key, service {text}, window_start {float}, "
-        "window_end {float}, channel {text}, \"user\" {text}, parent_ts {text}, thread_ts {text}, status {text}, "
-        "engine {text}, created {float}, finished {float}, top_service {text}, top_fault {text}, confidence {float}, "
-        "score {float}, route {text}, blamed {text}, trace {text}, audit {text}, error {text}, missing {text})",
-        "create table if not exists repairs (id {serial}, investigation {text}, created {float}, before {float}, "
-        "after {float}, decisive {text}, steps {text}, trace {text}, audit {text}, top_before {text}, top_after {text})",
-        "create table if not exists verifications (id {serial}, investigation {text}, created {float}, run {text})",
-        "create table if not exists feedback (id {serial}, investigation {text}, created {float}, \"user\" {text}, "
-        "correct {int}, true_cause {text}, note {text})",
-        "create table if not exists questions (id {serial}, investigation {text}, created {float}, \"user\" {text}, "
-        "question {text}, answer {text})",
-        "create table if not exists seen_deliveries (key {text} primary key, seen {float})",
-        "create index if not exists idx_investigations_channel_thread_ts on investigations (channel, thread_ts)",
-        "create index if not exists idx_investigations_created on investigations (created)",
-        "create index if not exists idx_repairs_investigation on repairs (investigation)",
-        "create index if not exists idx_feedback_investigation on feedback (investigation)",
-    )),
+    Migration(
+        1,
+        (
+            "create table if not exists investigations (id {text} primary key, service {text}, window_start {float}, "
+            'window_end {float}, channel {text}, "user" {text}, parent_ts {text}, thread_ts {text}, status {text}, '
+            "engine {text}, created {float}, finished {float}, top_service {text}, top_fault {text}, confidence {float}, "
+            "score {float}, route {text}, blamed {text}, trace {text}, audit {text}, error {text}, missing {text})",
+            "create table if not exists repairs (id {serial}, investigation {text}, created {float}, before {float}, "
+            "after {float}, decisive {text}, steps {text}, trace {text}, audit {text}, top_before {text}, top_after {text})",
+            "create table if not exists verifications (id {serial}, investigation {text}, created {float}, run {text})",
+            'create table if not exists feedback (id {serial}, investigation {text}, created {float}, "user" {text}, '
+            "correct {int}, true_cause {text}, note {text})",
+            'create table if not exists questions (id {serial}, investigation {text}, created {float}, "user" {text}, '
+            "question {text}, answer {text})",
+            "create table if not exists seen_deliveries (key {text} primary key, seen {float})",
+            "create index if not exists idx_investigations_channel_thread_ts on investigations (channel, thread_ts)",
+            "create index if not exists idx_investigations_created on investigations (created)",
+            "create index if not exists idx_repairs_investigation on repairs (investigation)",
+            "create index if not exists idx_feedback_investigation on feedback (investigation)",
+        ),
+    ),
     # which bot replica narrates a queued investigation into its thread, until when, how far it
     # got in the run's progress stream, and whether the verdict was posted (bot.relay)
-    Migration(2, (
-        "alter table investigations add column relay_owner {text}",
-        "alter table investigations add column relay_until {float}",
-        "alter table investigations add column relayed {text}",
-        "alter table investigations add column posted {int}",
-    )),
+    Migration(
+        2,
+        (
+            "alter table investigations add column relay_owner {text}",
+            "alter table investigations add column relay_until {float}",
+            "alter table investigations add column relayed {text}",
+            "alter table investigations add column posted {int}",
+        ),
+    ),
     # the audit's trust in each verdict, as a number: where a new verdict stands among them
     Migration(3, ("alter table investigations add column trust {float}",)),
     # what the calibration reads of each verdict (rca.calibration.Features), so a system's marked
     # verdicts teach the probability the next one shows without re-reading their traces
     Migration(4, ("alter table investigations add column calibration {text}",)),
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +124,10 @@ class Store:
             return
         with self._db.transaction():
             running = [r["id"] for r in self._db.query("select id from investigations where status = 'running'")]
-            self._db.execute("update investigations set status = 'interrupted', error = "
-                             "'the bot stopped before this investigation finished' where status = 'running'")  # fmt: skip
+            self._db.execute(
+                "update investigations set status = 'interrupted', error = "
+                "'the bot stopped before this investigation finished' where status = 'running'"
+            )
         self.recovered = tuple(running)
 
     def close(self) -> None:
@@ -135,27 +143,51 @@ class Store:
         return True
 
     # -- investigations ----------------------------------------------------------------------
-    def start(self, *, id: str, service: str, window: tuple[float, float], channel: str, user: str,
-              engine: str) -> None:  # fmt: skip
-        row = {"id": id, "service": service, "window_start": window[0], "window_end": window[1],
-               "channel": channel, "user": user, "parent_ts": "", "thread_ts": "", "status": "running",
-               "engine": engine, "created": time.time(), "error": "", "missing": "[]"}  # fmt: skip
+    def start(
+        self, *, id: str, service: str, window: tuple[float, float], channel: str, user: str, engine: str
+    ) -> None:
+        row = {
+            "id": id,
+            "service": service,
+            "window_start": window[0],
+            "window_end": window[1],
+            "channel": channel,
+            "user": user,
+            "parent_ts": "",
+            "thread_ts": "",
+            "status": "running",
+            "engine": engine,
+            "created": time.time(),
+            "error": "",
+            "missing": "[]",
+        }
         self._db.insert("investigations", row)
 
     def set_thread(self, id: str, *, parent_ts: str, thread_ts: str) -> None:
         self._update(id, parent_ts=parent_ts, thread_ts=thread_ts)
 
-    def finish(self, id: str, *, trace: dict[str, Any], audit: dict[str, Any],
-               calibration: dict[str, Any] | None = None) -> None:  # fmt: skip
+    def finish(
+        self, id: str, *, trace: dict[str, Any], audit: dict[str, Any], calibration: dict[str, Any] | None = None
+    ) -> None:
         """The investigation done: its trace, audit and what the calibration reads of it."""
         ranking = trace["decision_report"]["ranking"]
         top = ranking[0] if ranking else {}
-        self._update(id, status="done", finished=time.time(), trace=json.dumps(trace), audit=json.dumps(audit),
-                     calibration=json.dumps(calibration) if calibration is not None else None,
-                     top_service=top.get("service", ""), top_fault=top.get("fault_type", ""),
-                     confidence=top.get("confidence"), score=audit["score"], trust=audit.get("trust"),
-                     route=audit["route"], blamed=audit.get("blamed_stage") or "",
-                     missing=json.dumps(trace["evidence_package"]["missing"]))  # fmt: skip
+        self._update(
+            id,
+            status="done",
+            finished=time.time(),
+            trace=json.dumps(trace),
+            audit=json.dumps(audit),
+            calibration=json.dumps(calibration) if calibration is not None else None,
+            top_service=top.get("service", ""),
+            top_fault=top.get("fault_type", ""),
+            confidence=top.get("confidence"),
+            score=audit["score"],
+            trust=audit.get("trust"),
+            route=audit["route"],
+            blamed=audit.get("blamed_stage") or "",
+            missing=json.dumps(trace["evidence_package"]["missing"]),
+        )
 
     def fail(self, id: str, error: str) -> None:
         self._update(id, status="failed", finished=time.time(), error=error[:2000])
@@ -170,8 +202,9 @@ class Store:
 
     def by_thread(self, channel: str, thread_ts: str) -> InvestigationRow | None:
         """The investigation whose Slack thread this is."""
-        rows = self._db.query("select * from investigations where channel = ? and thread_ts = ? limit 1",
-                              [channel, thread_ts])  # fmt: skip
+        rows = self._db.query(
+            "select * from investigations where channel = ? and thread_ts = ? limit 1", [channel, thread_ts]
+        )
         return _investigation(rows[0]) if rows else None
 
     def between(self, start: float, end: float, *, channel: str | None = None) -> list[InvestigationRow]:
@@ -183,14 +216,16 @@ class Store:
         rows = self._db.query(f"select * from investigations where {where} order by created", args)
         return [_investigation(r) for r in rows]
 
-    def similar(self, *, channel: str, top_service: str, top_fault: str, before: float,
-                limit: int = 3) -> list[InvestigationRow]:  # fmt: skip
+    def similar(
+        self, *, channel: str, top_service: str, top_fault: str, before: float, limit: int = 3
+    ) -> list[InvestigationRow]:
         """Earlier finished investigations of the same channel that blamed the same service with
         the same fault (another channel's, a private one's say, are not this channel's to see)."""
         rows = self._db.query(
             "select * from investigations where status = 'done' and channel = ? and top_service = ? "
             "and top_fault = ? and created < ? order by created desc limit ?",
-            [channel, top_service, top_fault, before, limit])  # fmt: skip
+            [channel, top_service, top_fault, before, limit],
+        )
         return [_investigation(r) for r in rows]
 
     def trusts(self, *, before: float, limit: int = 200) -> list[float]:
@@ -198,7 +233,9 @@ class Store:
         in any channel (a trust value names nothing): where a new verdict stands among them."""
         rows = self._db.query(
             "select trust from investigations where status = 'done' and trust is not null and created < ? "
-            "order by created desc limit ?", [before, limit])  # fmt: skip
+            "order by created desc limit ?",
+            [before, limit],
+        )
         return [float(r["trust"]) for r in rows if math.isfinite(r["trust"])]
 
     def marks(self, *, before: float, limit: int = 200) -> list[tuple[dict[str, Any], bool]]:
@@ -208,7 +245,9 @@ class Store:
         rows = self._db.query(
             "select id, calibration from investigations i where status = 'done' and calibration is not null "
             "and created < ? and exists (select 1 from feedback f where f.investigation = i.id) "
-            "order by created desc limit ?", [before, limit])  # fmt: skip
+            "order by created desc limit ?",
+            [before, limit],
+        )
         last = self.last_feedback([r["id"] for r in rows]) if rows else {}
         return [(json.loads(r["calibration"]), last[r["id"]]) for r in rows if r["id"] in last]
 
@@ -216,10 +255,14 @@ class Store:
     def lease(self, id: str, *, owner: str, until: float, now: float) -> bool:
         """Take (or keep) the narration of an investigation's thread until `until`: True when it
         is free, lapsed, or already this owner's; one replica wins a race for it."""
-        return self._db.execute(
-            "update investigations set relay_owner = ?, relay_until = ? where id = ? and "
-            "(relay_owner = ? or relay_owner is null or relay_until is null or relay_until < ?)",
-            [owner, until, id, owner, now]) == 1  # fmt: skip
+        return (
+            self._db.execute(
+                "update investigations set relay_owner = ?, relay_until = ? where id = ? and "
+                "(relay_owner = ? or relay_owner is null or relay_until is null or relay_until < ?)",
+                [owner, until, id, owner, now],
+            )
+            == 1
+        )
 
     def relayed(self, id: str, entry: str) -> None:
         """How far in the run's progress stream its thread has been told."""
@@ -237,61 +280,114 @@ class Store:
         """Queued investigations with a thread whose narrator's lease lapsed before the verdict was posted."""
         rows = self._db.query(
             "select * from investigations where status in ('running', 'done') and posted is null "
-            "and thread_ts != '' and relay_until is not null and relay_until < ? order by created", [now])  # fmt: skip
+            "and thread_ts != '' and relay_until is not null and relay_until < ? order by created",
+            [now],
+        )
         return [_investigation(r) for r in rows]
 
     # -- what happened after ----------------------------------------------------------------
-    def add_repair(self, investigation: str, *, before: float, after: float, decisive: str | None,
-                   steps: Sequence[dict[str, Any]], trace: dict[str, Any], audit: dict[str, Any],
-                   top_before: str, top_after: str) -> None:  # fmt: skip
-        row = {"investigation": investigation, "created": time.time(), "before": before, "after": after,
-               "decisive": decisive or "", "steps": json.dumps(list(steps)), "trace": json.dumps(trace),
-               "audit": json.dumps(audit), "top_before": top_before, "top_after": top_after}  # fmt: skip
+    def add_repair(
+        self,
+        investigation: str,
+        *,
+        before: float,
+        after: float,
+        decisive: str | None,
+        steps: Sequence[dict[str, Any]],
+        trace: dict[str, Any],
+        audit: dict[str, Any],
+        top_before: str,
+        top_after: str,
+    ) -> None:
+        row = {
+            "investigation": investigation,
+            "created": time.time(),
+            "before": before,
+            "after": after,
+            "decisive": decisive or "",
+            "steps": json.dumps(list(steps)),
+            "trace": json.dumps(trace),
+            "audit": json.dumps(audit),
+            "top_before": top_before,
+            "top_after": top_after,
+        }
         self._db.insert("repairs", row)
 
     def repairs(self, investigation: str) -> list[RepairRow]:
         rows = self._db.query("select * from repairs where investigation = ? order by id", [investigation])
-        return [RepairRow(r["investigation"], r["before"], r["after"], r["decisive"], r["top_before"],
-                          r["top_after"], r["created"], json.loads(r["trace"]), json.loads(r["audit"]),
-                          tuple(json.loads(r["steps"])))
-                for r in rows]  # fmt: skip
+        return [
+            RepairRow(
+                r["investigation"],
+                r["before"],
+                r["after"],
+                r["decisive"],
+                r["top_before"],
+                r["top_after"],
+                r["created"],
+                json.loads(r["trace"]),
+                json.loads(r["audit"]),
+                tuple(json.loads(r["steps"])),
+            )
+            for r in rows
+        ]
 
     def add_verification(self, investigation: str, run: dict[str, Any]) -> None:
-        self._db.insert("verifications", {"investigation": investigation, "created": time.time(), "run": json.dumps(run)})
+        self._db.insert(
+            "verifications", {"investigation": investigation, "created": time.time(), "run": json.dumps(run)}
+        )
 
     def verifications(self, investigation: str) -> list[dict[str, Any]]:
         rows = self._db.query("select run from verifications where investigation = ? order by id", [investigation])
         return [json.loads(r["run"]) for r in rows]
 
-    def add_feedback(self, investigation: str, *, user: str, correct: bool, true_cause: str = "",
-                     note: str = "") -> None:  # fmt: skip
-        row = {"investigation": investigation, "created": time.time(), "user": user, "correct": int(correct),
-               "true_cause": true_cause, "note": note}  # fmt: skip
+    def add_feedback(
+        self, investigation: str, *, user: str, correct: bool, true_cause: str = "", note: str = ""
+    ) -> None:
+        row = {
+            "investigation": investigation,
+            "created": time.time(),
+            "user": user,
+            "correct": int(correct),
+            "true_cause": true_cause,
+            "note": note,
+        }
         self._db.insert("feedback", row)
 
     def feedback(self, investigation: str) -> list[FeedbackRow]:
         rows = self._db.query("select * from feedback where investigation = ? order by id", [investigation])
-        return [FeedbackRow(r["investigation"], r["user"], bool(r["correct"]), r["true_cause"], r["note"],
-                            r["created"]) for r in rows]  # fmt: skip
+        return [
+            FeedbackRow(r["investigation"], r["user"], bool(r["correct"]), r["true_cause"], r["note"], r["created"])
+            for r in rows
+        ]
 
     def repaired_among(self, ids: Sequence[str]) -> set[str]:
         """Which of these investigations have a repair."""
-        rows = self._db.query(f"select distinct investigation from repairs where investigation in ({_marks(ids)})", list(ids))
+        rows = self._db.query(
+            f"select distinct investigation from repairs where investigation in ({_marks(ids)})", list(ids)
+        )
         return {r["investigation"] for r in rows}
 
     def last_feedback(self, ids: Sequence[str]) -> dict[str, bool]:
         """Per investigation among these, whether its latest feedback called it correct."""
-        rows = self._db.query(f"select investigation, correct from feedback where investigation in ({_marks(ids)}) "
-                              "order by id", list(ids))  # fmt: skip
+        rows = self._db.query(
+            f"select investigation, correct from feedback where investigation in ({_marks(ids)}) order by id", list(ids)
+        )
         return {r["investigation"]: bool(r["correct"]) for r in rows}
 
     def add_question(self, investigation: str, *, user: str, question: str, answer: str) -> None:
-        row = {"investigation": investigation, "created": time.time(), "user": user, "question": question[:4000],
-               "answer": answer[:8000]}  # fmt: skip
+        row = {
+            "investigation": investigation,
+            "created": time.time(),
+            "user": user,
+            "question": question[:4000],
+            "answer": answer[:8000],
+        }
         self._db.insert("questions", row)
 
     def questions(self, investigation: str) -> list[tuple[str, str]]:
-        rows = self._db.query("select question, answer from questions where investigation = ? order by id", [investigation])
+        rows = self._db.query(
+            "select question, answer from questions where investigation = ? order by id", [investigation]
+        )
         return [(r["question"], r["answer"]) for r in rows]
 
 
@@ -301,11 +397,26 @@ def _marks(ids: Sequence[str]) -> str:
 
 def _investigation(r: dict[str, Any]) -> InvestigationRow:
     return InvestigationRow(
-        id=r["id"], service=r["service"], window_start=r["window_start"], window_end=r["window_end"],
-        channel=r["channel"], user=r["user"], parent_ts=r["parent_ts"] or "", thread_ts=r["thread_ts"] or "",
-        status=r["status"], engine=r["engine"], created=r["created"], finished=r["finished"],
-        top_service=r["top_service"] or "", top_fault=r["top_fault"] or "", confidence=r["confidence"],
-        score=r["score"], route=r["route"] or "", blamed=r["blamed"] or "",
-        trace=json.loads(r["trace"]) if r["trace"] else None, audit=json.loads(r["audit"]) if r["audit"] else None,
-        error=r["error"] or "", missing=tuple(json.loads(r["missing"] or "[]")),
-    )  # fmt: skip
+        id=r["id"],
+        service=r["service"],
+        window_start=r["window_start"],
+        window_end=r["window_end"],
+        channel=r["channel"],
+        user=r["user"],
+        parent_ts=r["parent_ts"] or "",
+        thread_ts=r["thread_ts"] or "",
+        status=r["status"],
+        engine=r["engine"],
+        created=r["created"],
+        finished=r["finished"],
+        top_service=r["top_service"] or "",
+        top_fault=r["top_fault"] or "",
+        confidence=r["confidence"],
+        score=r["score"],
+        route=r["route"] or "",
+        blamed=r["blamed"] or "",
+        trace=json.loads(r["trace"]) if r["trace"] else None,
+        audit=json.loads(r["audit"]) if r["audit"] else None,
+        error=r["error"] or "",
+        missing=tuple(json.loads(r["missing"] or "[]")),
+    )

@@ -18,9 +18,14 @@ from storage.database import Migration, open_database
 
 TABLE = "summary_subscriptions"
 MIGRATIONS = (
-    Migration(1, (f"create table if not exists {TABLE} (channel {{text}} primary key, cron {{text}}, tz {{text}}, "
-                  f"next_run {{float}}, \"user\" {{text}}, created {{float}})",)),
-)  # fmt: skip
+    Migration(
+        1,
+        (
+            f"create table if not exists {TABLE} (channel {{text}} primary key, cron {{text}}, tz {{text}}, "
+            f'next_run {{float}}, "user" {{text}}, created {{float}})',
+        ),
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +51,9 @@ class SummarySchedule:
     def close(self) -> None:
         self._db.close()
 
-    def subscribe(self, channel: str, *, cron: str, tz: str, user: str, now: float | None = None,
-                  keep: bool = False) -> Subscription:  # fmt: skip
+    def subscribe(
+        self, channel: str, *, cron: str, tz: str, user: str, now: float | None = None, keep: bool = False
+    ) -> Subscription:
         """Post this channel's summary on `cron` in `tz` from now on (replacing its earlier
         subscription, unless `keep`: then an existing one, and its due slot, stay)."""
         now = time.time() if now is None else now
@@ -55,10 +61,12 @@ class SummarySchedule:
             existing = self._row(channel)
             if keep and existing is not None:
                 return existing
-            self._db.execute(f'insert into {TABLE} (channel, cron, tz, "user", next_run, created) values (?, ?, ?, ?, ?, ?) '
-                             'on conflict (channel) do update set cron = excluded.cron, tz = excluded.tz, '
-                             '"user" = excluded."user", next_run = excluded.next_run, created = excluded.created',
-                             [channel, cron, tz, user, self._next_run(cron, tz, now), now])  # fmt: skip
+            self._db.execute(
+                f'insert into {TABLE} (channel, cron, tz, "user", next_run, created) values (?, ?, ?, ?, ?, ?) '
+                "on conflict (channel) do update set cron = excluded.cron, tz = excluded.tz, "
+                '"user" = excluded."user", next_run = excluded.next_run, created = excluded.created',
+                [channel, cron, tz, user, self._next_run(cron, tz, now), now],
+            )
             row = self._row(channel)
         assert row is not None
         return row
@@ -81,8 +89,10 @@ class SummarySchedule:
             if sub.next_run > now:
                 continue
             following = self._next_run(sub.cron, sub.tz, max(now, sub.next_run))
-            changed = self._db.execute(f"update {TABLE} set next_run = ? where channel = ? and next_run = ?",
-                                       [following, sub.channel, sub.next_run])  # fmt: skip
+            changed = self._db.execute(
+                f"update {TABLE} set next_run = ? where channel = ? and next_run = ?",
+                [following, sub.channel, sub.next_run],
+            )
             if changed == 1:
                 won.append(sub)
         return won
@@ -93,5 +103,10 @@ class SummarySchedule:
 
 
 def _subscription(r: dict[str, object]) -> Subscription:
-    return Subscription(str(r["channel"]), str(r["cron"]), str(r["tz"]), float(r["next_run"]),  # type: ignore[arg-type]
-                        str(r["user"] or ""))  # fmt: skip
+    return Subscription(
+        str(r["channel"]),
+        str(r["cron"]),
+        str(r["tz"]),
+        float(r["next_run"]),  # type: ignore[arg-type]
+        str(r["user"] or ""),
+    )

@@ -37,7 +37,6 @@ def shared_datasets() -> Path:
     return SHARED
 
 
-
 def monitoring(*, alertmanager: bool = False) -> None:
     """Skip without Debian's prometheus (and alertmanager), except under CI, where it fails."""
     from lab.alerting import alertmanager_binary

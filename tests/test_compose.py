@@ -36,7 +36,11 @@ def test_the_bot_and_the_worker_share_one_record_and_one_queue() -> None:
     db, queue = urlsplit(bot["RCABOT_DB"]), urlsplit(bot["RCABOT_QUEUE"])
     assert db.scheme == "postgresql" and db.hostname == "postgres"
     pg = services["postgres"]["environment"]
-    assert (db.username, db.password, db.path.lstrip("/")) == (pg["POSTGRES_USER"], pg["POSTGRES_PASSWORD"], pg["POSTGRES_DB"])
+    assert (db.username, db.password, db.path.lstrip("/")) == (
+        pg["POSTGRES_USER"],
+        pg["POSTGRES_PASSWORD"],
+        pg["POSTGRES_DB"],
+    )
     assert queue.scheme == "redis" and queue.hostname == "redis"
     assert "--appendonly" in services["redis"]["command"]  # the queue survives a Redis restart there
 

@@ -33,13 +33,29 @@ from rca.windows import parse_window
 from tests.bot.slack_standin import TEAM, SlackStandIn, free_port, sign
 
 SECRET = "hostile-input-signing-secret"
-odd_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=400) | st.sampled_from([
-    "", " ", "\x00", "../../etc/passwd 5m", 'x"} or vector(1) 5m', "{job=~\".+\"}", "ts-order-service 99999999h",
-    "Frontend 1h 2h 3h", "<!channel> 10m", "`Frontend` 14:99-25:00", "ａｂｃ 5m", "Frontend\n10m", "%s%s%s", "a" * 5000,
-])  # fmt: skip
-json_value = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=50),
-                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
-                          max_leaves=10)  # fmt: skip
+odd_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=400) | st.sampled_from(
+    [
+        "",
+        " ",
+        "\x00",
+        "../../etc/passwd 5m",
+        'x"} or vector(1) 5m',
+        '{job=~".+"}',
+        "ts-order-service 99999999h",
+        "Frontend 1h 2h 3h",
+        "<!channel> 10m",
+        "`Frontend` 14:99-25:00",
+        "ａｂｃ 5m",
+        "Frontend\n10m",
+        "%s%s%s",
+        "a" * 5000,
+    ]
+)
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=50),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
+    max_leaves=10,
+)
 
 
 @given(odd_text)
@@ -108,7 +124,9 @@ def test_names_cannot_become_paths(name: str) -> None:
 
 # -- the real app, signed payloads ------------------------------------------------------------
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory, ) -> Iterator[tuple[str, Bot, SlackStandIn]]:
+def app(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[str, Bot, SlackStandIn]]:
     from tests.conftest import NEZHA_SLICE
 
     loop = asyncio.new_event_loop()
@@ -118,13 +136,23 @@ def app(tmp_path_factory: pytest.TempPathFactory, ) -> Iterator[tuple[str, Bot, 
     async def start() -> None:
         slack = SlackStandIn()
         await slack.start()
-        settings_ = Settings(bot_token=slack.token, signing_secret=SECRET, api_url=slack.api_url,
-                             db=tmp_path_factory.mktemp("hostile") / "rcabot.db", data=NEZHA_SLICE,
-                             now=parse_timestamp("2023-01-29T13:36:00Z"), workers=1)  # fmt: skip
+        settings_ = Settings(
+            bot_token=slack.token,
+            signing_secret=SECRET,
+            api_url=slack.api_url,
+            db=tmp_path_factory.mktemp("hostile") / "rcabot.db",
+            data=NEZHA_SLICE,
+            now=parse_timestamp("2023-01-29T13:36:00Z"),
+            workers=1,
+        )
         bot = build_bot(settings_, stream_interval=0.2)
         port = free_port()
-        state.update(slack=slack, bot=bot, runner=await start_http(bot, host="127.0.0.1", port=port),
-                     url=f"http://127.0.0.1:{port}/slack/events")  # fmt: skip
+        state.update(
+            slack=slack,
+            bot=bot,
+            runner=await start_http(bot, host="127.0.0.1", port=port),
+            url=f"http://127.0.0.1:{port}/slack/events",
+        )
 
     def run() -> None:
         asyncio.set_event_loop(loop)
@@ -144,8 +172,12 @@ def app(tmp_path_factory: pytest.TempPathFactory, ) -> Iterator[tuple[str, Bot, 
 
 
 def send(url: str, body: str, content_type: str) -> int:
-    request = urllib.request.Request(url, data=body.encode("utf-8", "surrogatepass"), method="POST",
-                                     headers={"Content-Type": content_type, **sign(SECRET, body)})  # fmt: skip
+    request = urllib.request.Request(
+        url,
+        data=body.encode("utf-8", "surrogatepass"),
+        method="POST",
+        headers={"Content-Type": content_type, **sign(SECRET, body)},
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as r:
             return int(r.status)
@@ -157,30 +189,67 @@ def form(fields: dict[str, Any]) -> str:
     return urllib.parse.urlencode({k: v for k, v in fields.items() if v is not None})
 
 
-@given(text=odd_text, channel=st.one_of(st.none(), st.text(max_size=30)), user=st.one_of(st.none(), st.text(max_size=30)))
+@given(
+    text=odd_text, channel=st.one_of(st.none(), st.text(max_size=30)), user=st.one_of(st.none(), st.text(max_size=30))
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_slash_commands(app: tuple[str, Bot, SlackStandIn], text: str, channel: str | None, user: str | None) -> None:
     url, bot, _ = app
-    status = send(url, form({"command": "/rca", "text": text, "channel_id": channel, "user_id": user, "team_id": TEAM,
-                             "response_url": "http://127.0.0.1:9/r", "trigger_id": None}), "application/x-www-form-urlencoded")  # fmt: skip
+    status = send(
+        url,
+        form(
+            {
+                "command": "/rca",
+                "text": text,
+                "channel_id": channel,
+                "user_id": user,
+                "team_id": TEAM,
+                "response_url": "http://127.0.0.1:9/r",
+                "trigger_id": None,
+            }
+        ),
+        "application/x-www-form-urlencoded",
+    )
     assert status < 500
     assert {r.service for r in bot.store.between(0, 2e9)} <= {"Frontend"}  # nothing else can start
 
 
-@given(action=st.sampled_from([REPAIR, VERIFY, CORRECT, WRONG, "rca_unknown"]), value=json_value,
-       channel=json_value, extra=st.dictionaries(st.text(max_size=10), json_value, max_size=3))
+@given(
+    action=st.sampled_from([REPAIR, VERIFY, CORRECT, WRONG, "rca_unknown"]),
+    value=json_value,
+    channel=json_value,
+    extra=st.dictionaries(st.text(max_size=10), json_value, max_size=3),
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_button_payloads(app: tuple[str, Bot, SlackStandIn], action: str, value: Any, channel: Any, extra: dict) -> None:
+def test_button_payloads(
+    app: tuple[str, Bot, SlackStandIn], action: str, value: Any, channel: Any, extra: dict
+) -> None:
     url, bot, _ = app
-    payload = {"type": "block_actions", "user": {"id": "U1"}, "team": {"id": TEAM}, "channel": channel,
-               "actions": [{"action_id": action, "value": value}], **extra}  # fmt: skip
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U1"},
+        "team": {"id": TEAM},
+        "channel": channel,
+        "actions": [{"action_id": action, "value": value}],
+        **extra,
+    }
     assert send(url, form({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded") < 500
 
 
-@given(event=st.fixed_dictionaries({"type": st.sampled_from(["message", "app_mention", "reaction_added"])},
-                                   optional={"text": odd_text, "channel": json_value, "user": json_value,
-                                             "thread_ts": json_value, "subtype": json_value, "bot_id": json_value}),
-       event_id=st.text(min_size=1, max_size=20))  # fmt: skip
+@given(
+    event=st.fixed_dictionaries(
+        {"type": st.sampled_from(["message", "app_mention", "reaction_added"])},
+        optional={
+            "text": odd_text,
+            "channel": json_value,
+            "user": json_value,
+            "thread_ts": json_value,
+            "subtype": json_value,
+            "bot_id": json_value,
+        },
+    ),
+    event_id=st.text(min_size=1, max_size=20),
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_event_payloads(app: tuple[str, Bot, SlackStandIn], event: dict[str, Any], event_id: str) -> None:
     url, bot, _ = app
@@ -193,9 +262,12 @@ def test_event_payloads(app: tuple[str, Bot, SlackStandIn], event: dict[str, Any
 def test_feedback_form_payloads(app: tuple[str, Bot, SlackStandIn], values: dict[str, str], meta: Any) -> None:
     url, _, _ = app
     state = {b: {"value": {"type": "plain_text_input", "value": v}} for b, v in values.items()}
-    payload = {"type": "view_submission", "user": {"id": "U1"}, "team": {"id": TEAM},
-               "view": {"type": "modal", "callback_id": FEEDBACK_VIEW, "private_metadata": meta,
-                        "state": {"values": state}}}  # fmt: skip
+    payload = {
+        "type": "view_submission",
+        "user": {"id": "U1"},
+        "team": {"id": TEAM},
+        "view": {"type": "modal", "callback_id": FEEDBACK_VIEW, "private_metadata": meta, "state": {"values": state}},
+    }
     assert send(url, form({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded") < 500
 
 
@@ -209,8 +281,10 @@ def test_no_listener_raised(app: tuple[str, Bot, SlackStandIn]) -> None:
 
 def test_a_signed_payload_bolt_could_not_route_gets_400(app: tuple[str, Bot, SlackStandIn]) -> None:
     url, _, _ = app
-    for payload in ({"type": "view_submission", "user": {"id": "U1"}, "view": {"callback_id": FEEDBACK_VIEW}},
-                    {"type": "block_actions", "channel": False, "actions": [{"action_id": REPAIR}]},
-                    {"type": "block_actions", "actions": "not a list"}):  # fmt: skip
+    for payload in (
+        {"type": "view_submission", "user": {"id": "U1"}, "view": {"callback_id": FEEDBACK_VIEW}},
+        {"type": "block_actions", "channel": False, "actions": [{"action_id": REPAIR}]},
+        {"type": "block_actions", "actions": "not a list"},
+    ):
         assert send(url, form({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded") == 400
     assert send(url, "payload=%7Bnot+json", "application/x-www-form-urlencoded") == 400

@@ -22,9 +22,16 @@ def engine_names() -> tuple[str, ...]:
     return ("lats", "linear", "linear-multi", "baro", "random")
 
 
-def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasoner: Reasoner | None = None,
-                 time_budget: float | None = None, seed: int | None = None,
-                 read_budget: int | None = None) -> Engine:  # fmt: skip
+def build_engine(
+    name: str,
+    *,
+    ablation: str = "",
+    repair: bool = False,
+    reasoner: Reasoner | None = None,
+    time_budget: float | None = None,
+    seed: int | None = None,
+    read_budget: int | None = None,
+) -> Engine:
     """An engine by its command-line name, optionally with one ablation (`lats` only) or
     followed by STAR's audit and repair (the search engines); the search engines take a
     reasoner (the offline one by default) and a sampling seed other than the configured one
@@ -36,8 +43,9 @@ def build_engine(name: str, *, ablation: str = "", repair: bool = False, reasone
 
     key = name.strip().lower()
     if repair and key in VARIANTS:
-        base = build_engine(key, ablation=ablation, reasoner=reasoner, time_budget=time_budget, seed=seed,
-                            read_budget=read_budget)  # fmt: skip
+        base = build_engine(
+            key, ablation=ablation, reasoner=reasoner, time_budget=time_budget, seed=seed, read_budget=read_budget
+        )
         assert isinstance(base, SearchEngine)
         return StarEngine(base)
     if key == "baro" and not ablation:

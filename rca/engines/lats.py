@@ -29,8 +29,16 @@ class Variant:
 def linear_config(base: SearchConfig, *, steps: int) -> SearchConfig:
     """A ReAct-style trajectory: one action per step, no branching, no tree to select in, and
     no closing check of the suspects' neighbourhoods."""
-    return replace(base, n_candidates=1, iterations_per_agent=steps, max_depth=steps, rounds=1,
-                   handoff_r=0.0, handoff_c_comp=0.0, check_top=0)  # fmt: skip
+    return replace(
+        base,
+        n_candidates=1,
+        iterations_per_agent=steps,
+        max_depth=steps,
+        rounds=1,
+        handoff_r=0.0,
+        handoff_c_comp=0.0,
+        check_top=0,
+    )
 
 
 VARIANTS: dict[str, Variant] = {
@@ -78,8 +86,9 @@ class SearchEngine:
 
     def stream(self, incident: Incident) -> AsyncIterator[Event]:
         """The investigation's progress events, ending with Finished."""
-        return run_search(incident, reasoner=self.reasoner, config=self.variant.config,
-                          order=self.variant.order, engine=self.name)  # fmt: skip
+        return run_search(
+            incident, reasoner=self.reasoner, config=self.variant.config, order=self.variant.order, engine=self.name
+        )
 
     async def investigate(self, incident: Incident) -> Diagnosis:
         finished: Finished | None = None
@@ -96,7 +105,9 @@ def diagnosis_of(incident: Incident, engine: str, trace: dict) -> Diagnosis:
     details = {ev["id"]: ev["detail"] for ev in trace["evidence_package"]["evidence"]}
     ranking = tuple(
         Candidate(
-            service=r["service"], score=r["confidence"], fault_type=FaultType(r["fault_type"]),
+            service=r["service"],
+            score=r["confidence"],
+            fault_type=FaultType(r["fault_type"]),
             evidence=tuple(dict.fromkeys(details[i] for i in hyps[r["hypothesis"]]["evidence"] if i in details))[:3],
         )
         for r in trace["decision_report"]["ranking"]

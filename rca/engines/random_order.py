@@ -42,12 +42,19 @@ class RandomOrderEngine:
                 break
             evidence.extend(result.evidence)
         ranked = score_hypotheses(
-            evidence, graph=await box.topology(), window=incident.window, symptom=incident.symptom,
-            modalities=box.modalities(), edge_share=box.edge_share, alert_time=incident.alert_time,
-        )  # fmt: skip
-        ranking = tuple(
-            Candidate(h.service, c, h.fault_type, (h.rationale,)) for h, c in zip(ranked, confidences(ranked), strict=True)
+            evidence,
+            graph=await box.topology(),
+            window=incident.window,
+            symptom=incident.symptom,
+            modalities=box.modalities(),
+            edge_share=box.edge_share,
+            alert_time=incident.alert_time,
         )
-        cost = Cost(seconds=time.perf_counter() - started, hypotheses=len(ranked), evidence_items=len(evidence),
-                    reads=box.reads)  # fmt: skip
+        ranking = tuple(
+            Candidate(h.service, c, h.fault_type, (h.rationale,))
+            for h, c in zip(ranked, confidences(ranked), strict=True)
+        )
+        cost = Cost(
+            seconds=time.perf_counter() - started, hypotheses=len(ranked), evidence_items=len(evidence), reads=box.reads
+        )
         return Diagnosis(incident.id, self.name, ranking, tuple(box.missing), cost)

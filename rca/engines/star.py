@@ -19,8 +19,9 @@ from rca.trace import from_json, to_json
 class StarEngine:
     """`<engine>+star`: investigate, audit, repair."""
 
-    def __init__(self, base: SearchEngine, *, config: RepairConfig = RepairConfig(),
-                 memory: RepairMemory | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, base: SearchEngine, *, config: RepairConfig = RepairConfig(), memory: RepairMemory | None = None
+    ) -> None:
         self.base = base
         self.config = config
         self.memory = memory

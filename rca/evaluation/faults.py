@@ -85,8 +85,9 @@ async def unreachable_edge(t: Trace, ctx: RepairContext) -> Trace | None:
         return None
     cite = t.hypotheses[0].evidence[:1]
     fake = Link(f"{chain.hypothesis}-lx", chain.root, strangers[0], None, None, tuple(EvidenceId(i) for i in cite))
-    return await _rebuild(replace(t, chains=(replace(chain, links=(fake,) + chain.links),) + t.chains[1:]),
-                          ctx, "decision_report")  # fmt: skip
+    return await _rebuild(
+        replace(t, chains=(replace(chain, links=(fake,) + chain.links),) + t.chains[1:]), ctx, "decision_report"
+    )
 
 
 async def reversed_order(t: Trace, ctx: RepairContext) -> Trace | None:
@@ -94,8 +95,10 @@ async def reversed_order(t: Trace, ctx: RepairContext) -> Trace | None:
     if not links:
         return None
     base = t.evidence_package.window.start
-    chains = tuple(replace(c, links=tuple(replace(ln, onset_source=base + 600.0, onset_target=base + 60.0)
-                                          for ln in c.links)) for c in t.chains)  # fmt: skip
+    chains = tuple(
+        replace(c, links=tuple(replace(ln, onset_source=base + 600.0, onset_target=base + 60.0) for ln in c.links))
+        for c in t.chains
+    )
     return await _rebuild(replace(t, chains=chains), ctx, "decision_report")
 
 
@@ -124,8 +127,16 @@ async def tests_not_discriminative(t: Trace, ctx: RepairContext) -> Trace | None
     others = sorted(set(ctx.audit.graph.nodes) - {x.service for x in t.hypotheses})
     if not others:
         return None
-    test = VerificationTest("t-1", h.id, "logs", others[0], f"logs{{entity={others[0]}}}", "anything",
-                            ((h.id, "anomalous"),), "a test that separates nothing")  # fmt: skip
+    test = VerificationTest(
+        "t-1",
+        h.id,
+        "logs",
+        others[0],
+        f"logs{{entity={others[0]}}}",
+        "anything",
+        ((h.id, "anomalous"),),
+        "a test that separates nothing",
+    )
     return replace(t, decision=replace(t.decision, tests=(test,)))
 
 

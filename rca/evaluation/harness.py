@@ -69,8 +69,9 @@ async def evaluate(
                     context = context or await audit_context(incident)
                     a = audit_trace(from_json(dict(diagnosis.trace)), context)
                     blamed = a.blamed
-                    outcome = replace(outcome, audit=AuditOutcome(a.score, a.route.value, blamed.stage if blamed else None,
-                                                                 a.support))
+                    outcome = replace(
+                        outcome, audit=AuditOutcome(a.score, a.route.value, blamed.stage if blamed else None, a.support)
+                    )
                 except Exception:  # an audit that breaks leaves the case unaudited, not the run stopped
                     log.exception("auditing %s on %s failed", engine.name, case.id)
             results.append(CaseResult(incident, diagnosis, outcome, error))
@@ -79,8 +80,17 @@ async def evaluate(
                 progress(done, total, f"{engine.name} {case.id}")
     for b in broken:
         for engine in engines:
-            outcome = Outcome(engine.name, b.dataset, b.id, "", FaultType.UNKNOWN, (), FaultType.UNKNOWN, 0.0,
-                              f"unreadable: {b.reason}"[:500])  # fmt: skip
+            outcome = Outcome(
+                engine.name,
+                b.dataset,
+                b.id,
+                "",
+                FaultType.UNKNOWN,
+                (),
+                FaultType.UNKNOWN,
+                0.0,
+                f"unreadable: {b.reason}"[:500],
+            )
             results.append(CaseResult(None, Diagnosis(b.id, engine.name, ()), outcome, outcome.error))
     return results
 

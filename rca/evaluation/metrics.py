@@ -160,6 +160,15 @@ def coverage(group: str, engine: str, outcomes: Sequence[Outcome]) -> Coverage |
         return None
     accepted = [o for o in scored if o.audit.route == "accept"]  # type: ignore[union-attr]
     flagged = [o for o in scored if o.audit.route != "accept"]  # type: ignore[union-attr]
-    return Coverage(group, engine, len(scored), ac_at(scored, 1), auroc(scored), len(accepted) / len(scored),
-                    ac_at(accepted, 1) if accepted else None, ac_at(flagged, 1) if flagged else None,
-                    auroc(scored, _form), tuple((c, accuracy_at_coverage(scored, c)) for c in COVERAGES))  # fmt: skip
+    return Coverage(
+        group,
+        engine,
+        len(scored),
+        ac_at(scored, 1),
+        auroc(scored),
+        len(accepted) / len(scored),
+        ac_at(accepted, 1) if accepted else None,
+        ac_at(flagged, 1) if flagged else None,
+        auroc(scored, _form),
+        tuple((c, accuracy_at_coverage(scored, c)) for c in COVERAGES),
+    )

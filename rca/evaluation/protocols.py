@@ -117,21 +117,25 @@ class Protocol:
         return hidden(incident, self.hide)
 
 
-def parse_protocol(placement: str, hide: str = "", *, resample: str = "", vocabulary: str = "",
-                   fleet: int = 0, drift: str = "") -> Protocol:  # fmt: skip
+def parse_protocol(
+    placement: str, hide: str = "", *, resample: str = "", vocabulary: str = "", fleet: int = 0, drift: str = ""
+) -> Protocol:
     """A protocol from the command line's `--protocol`, `--hide` (comma-separated),
     `--resample`, `--vocabulary`, `--fleet` and `--drift`."""
     try:
         where = Placement(placement.strip().lower())
     except ValueError:
-        raise InputError(f"unknown protocol {placement!r}; choose from "
-                         f"{', '.join(p.value for p in Placement)}") from None  # fmt: skip
+        raise InputError(
+            f"unknown protocol {placement!r}; choose from {', '.join(p.value for p in Placement)}"
+        ) from None
     return Protocol(
-        where, frozenset(h.strip().lower() for h in hide.split(",") if h.strip()),
+        where,
+        frozenset(h.strip().lower() for h in hide.split(",") if h.strip()),
         step=parse_step(resample) if resample else None,
-        vocabulary=parse_vocabulary(vocabulary) if vocabulary else None, fleet=fleet,
+        vocabulary=parse_vocabulary(vocabulary) if vocabulary else None,
+        fleet=fleet,
         drift=parse_drift(drift) if drift else 0.0,
-    )  # fmt: skip
+    )
 
 
 def _draw(kind: str, case_id: str) -> int:

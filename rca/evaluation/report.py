@@ -68,8 +68,10 @@ def render_seed_spread(rows: Sequence[Summary]) -> str:
     lines = [head, "-" * len(head)]
     for (engine, group), ss in sorted(spread.items(), key=lambda kv: (kv[0][1] == "all", kv[0][1], kv[0][0])):
         ac1 = [s.ac1 for s in ss]
-        lines.append(f"{group:<44} {engine:<19} {len(ss):>5} {sum(ac1) / len(ac1):>9.3f} {min(ac1):>6.3f} "
-                     f"{max(ac1):>6.3f} {sum(s.ac3 for s in ss) / len(ss):>9.3f}")  # fmt: skip
+        lines.append(
+            f"{group:<44} {engine:<19} {len(ss):>5} {sum(ac1) / len(ac1):>9.3f} {min(ac1):>6.3f} "
+            f"{max(ac1):>6.3f} {sum(s.ac3 for s in ss) / len(ss):>9.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -152,8 +154,9 @@ def ece_floor(probs: Sequence[float], draws: int = 400) -> float:
     if p.size == 0:
         return 0.0
     rng = np.random.default_rng(0)
-    return float(np.median([expected_calibration_error(p.tolist(), (rng.random(p.size) < p).tolist())
-                            for _ in range(draws)]))  # fmt: skip
+    return float(
+        np.median([expected_calibration_error(p.tolist(), (rng.random(p.size) < p).tolist()) for _ in range(draws)])
+    )
 
 
 def tied_first(r: CaseResult) -> int:
@@ -175,7 +178,9 @@ def calibration_rows(evaluation: dict, engine: str = "lats") -> list[tuple[str, 
         if case.get("engine") != engine or case.get("error"):
             continue
         ranking = case.get("ranking") or []
-        f = features([float(c["score"]) for c in ranking], sum(bool(v) for v in (case.get("modalities") or {}).values()))
+        f = features(
+            [float(c["score"]) for c in ranking], sum(bool(v) for v in (case.get("modalities") or {}).values())
+        )
         right = bool(ranking) and ranking[0]["service"] == case["truth"]["service"]
         out.append((str(case["dataset"]), str(evaluation.get("protocol", "")), f, right))
     return out
@@ -189,15 +194,20 @@ def render_fit(rows: Sequence[tuple[str, str, Features, bool]], calibration: Cal
         groups[(dataset, protocol)].append(i)
     head = f"{'dataset':<20} {'protocol':<36} {'cases':>5} {'AC@1':>6} {'mean p':>6} {'ECE':>6} {'out p':>6} {'out ECE':>7}"
     lines = [head, "-" * len(head)]
-    apart = {d: replace(fit([(f, ok) for dd, _, f, ok in rows if dd != d]), spread=PRIOR_SPREAD)  # a system never seen
-             for d in {r[0] for r in rows} if any(r[0] != d for r in rows)}  # fmt: skip
+    apart = {
+        d: replace(fit([(f, ok) for dd, _, f, ok in rows if dd != d]), spread=PRIOR_SPREAD)  # a system never seen
+        for d in {r[0] for r in rows}
+        if any(r[0] != d for r in rows)
+    }
     for (dataset, protocol), idx in sorted(groups.items()):
         right = [rows[i][3] for i in idx]
         probs = [calibration.probability(rows[i][2]) for i in idx]
         out = [apart[dataset].probability(rows[i][2]) for i in idx] if dataset in apart else probs
-        lines.append(f"{dataset:<20} {protocol:<36} {len(idx):>5} {sum(right) / len(idx):>6.3f} "
-                     f"{sum(probs) / len(idx):>6.3f} {expected_calibration_error(probs, right):>6.3f} "
-                     f"{sum(out) / len(idx):>6.3f} {expected_calibration_error(out, right):>7.3f}")  # fmt: skip
+        lines.append(
+            f"{dataset:<20} {protocol:<36} {len(idx):>5} {sum(right) / len(idx):>6.3f} "
+            f"{sum(probs) / len(idx):>6.3f} {expected_calibration_error(probs, right):>6.3f} "
+            f"{sum(out) / len(idx):>6.3f} {expected_calibration_error(out, right):>7.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -213,13 +223,19 @@ def render_calibration(results: Sequence[CaseResult], calibration: Calibration |
     for i, r in enumerate(results):
         groups[(r.outcome.dataset, r.outcome.engine)].append(i)
         groups[("all", r.outcome.engine)].append(i)
-    head = (f"{'group':<28} {'engine':<22} {'cases':>5} {'AC@1':>6} {'mean p':>6} {'ECE':>6} {'floor':>6} "
-            f"{'likely':>6} {'AC@1 L':>6} {'| ECE learnt':>12} {'likely':>6} {'AC@1 L':>6} {'tied':>6}")  # fmt: skip
-    lines = [f"calibration (rca/calibration.json: 'likely' from p >= {cal.likely:.2f}): ECE of the first place's "
-             "probability; floor = median ECE of a perfectly calibrated forecaster on these cases; likely = share "
-             "said as likely, AC@1 L = how often those were right; learnt = each probability adapted to the marks "
-             "of the cases before it (as a system whose engineers marked every verdict); tied = first places the "
-             "evidence scores the same as the second", head, "-" * len(head)]  # fmt: skip
+    head = (
+        f"{'group':<28} {'engine':<22} {'cases':>5} {'AC@1':>6} {'mean p':>6} {'ECE':>6} {'floor':>6} "
+        f"{'likely':>6} {'AC@1 L':>6} {'| ECE learnt':>12} {'likely':>6} {'AC@1 L':>6} {'tied':>6}"
+    )
+    lines = [
+        f"calibration (rca/calibration.json: 'likely' from p >= {cal.likely:.2f}): ECE of the first place's "
+        "probability; floor = median ECE of a perfectly calibrated forecaster on these cases; likely = share "
+        "said as likely, AC@1 L = how often those were right; learnt = each probability adapted to the marks "
+        "of the cases before it (as a system whose engineers marked every verdict); tied = first places the "
+        "evidence scores the same as the second",
+        head,
+        "-" * len(head),
+    ]
 
     def said(rs: list[CaseResult], cals: list[Calibration], right: list[bool]) -> str:
         likely = [ok for r, c, ok in zip(rs, cals, right, strict=True) if said_likely(r, c)]
@@ -230,11 +246,13 @@ def render_calibration(results: Sequence[CaseResult], calibration: Calibration |
         probs = [probability(r, cal) for r in rs]
         taught_probs = [adapted[i].probability(features_of(results[i])) for i in idx]
         right = [r.outcome.right for r in rs]
-        lines.append(f"{group:<28} {engine:<22} {len(rs):>5} {sum(right) / len(rs):>6.3f} "
-                     f"{sum(probs) / len(probs):>6.3f} {expected_calibration_error(probs, right):>6.3f} "
-                     f"{ece_floor(probs):>6.3f} {said(rs, [cal] * len(rs), right)} "
-                     f"{expected_calibration_error(taught_probs, right):>12.3f} "
-                     f"{said(rs, [adapted[i] for i in idx], right)} {sum(tied_first(r) > 1 for r in rs) / len(rs):>6.3f}")  # fmt: skip
+        lines.append(
+            f"{group:<28} {engine:<22} {len(rs):>5} {sum(right) / len(rs):>6.3f} "
+            f"{sum(probs) / len(probs):>6.3f} {expected_calibration_error(probs, right):>6.3f} "
+            f"{ece_floor(probs):>6.3f} {said(rs, [cal] * len(rs), right)} "
+            f"{expected_calibration_error(taught_probs, right):>12.3f} "
+            f"{said(rs, [adapted[i] for i in idx], right)} {sum(tied_first(r) > 1 for r in rs) / len(rs):>6.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -266,9 +284,17 @@ def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
                 "likely": said_likely(r),
                 "likely_learnt": said_likely(r, cal),
                 "tied_first": tied_first(r),
-                "audit": ({"score": round(o.audit.score, 4), "support": round(o.audit.support, 4),
-                           "trust": round(o.audit.trust, 4), "route": o.audit.route,
-                           "weakest_stage": o.audit.weakest_stage} if o.audit is not None else None),
+                "audit": (
+                    {
+                        "score": round(o.audit.score, 4),
+                        "support": round(o.audit.support, 4),
+                        "trust": round(o.audit.trust, 4),
+                        "route": o.audit.route,
+                        "weakest_stage": o.audit.weakest_stage,
+                    }
+                    if o.audit is not None
+                    else None
+                ),
             }
         )
     return {"version": FORMAT_VERSION, "protocol": protocol, "cases": cases}
@@ -297,14 +323,21 @@ def render_coverage(rows: Sequence[Coverage]) -> str:
 
     width = max([19, *(len(c.engine) for c in rows)])
     kept = "".join(f" {f'@{c:.0%}':>6}" for c in COVERAGES)
-    head = (f"{'group':<28} {'engine':<{width}} {'cases':>5} {'AC@1':>6} {'AUROC':>6} {'AUC S':>6} {'accept':>6} "
-            f"{'AC@1 acc':>8} {'AC@1 flag':>9}{kept}")  # fmt: skip
-    lines = ["audit (STAR, default thresholds) as a predictor of a wrong first place "
-             "(AUROC: of trust = S x support; AUC S: of the form score alone; @N%: AC@1 on the N% most trusted; "
-             "@75% is what the verdicts the bot does not flag would score: it flags the least-trusted quarter)",
-             head, "-" * len(head)]  # fmt: skip
+    head = (
+        f"{'group':<28} {'engine':<{width}} {'cases':>5} {'AC@1':>6} {'AUROC':>6} {'AUC S':>6} {'accept':>6} "
+        f"{'AC@1 acc':>8} {'AC@1 flag':>9}{kept}"
+    )
+    lines = [
+        "audit (STAR, default thresholds) as a predictor of a wrong first place "
+        "(AUROC: of trust = S x support; AUC S: of the form score alone; @N%: AC@1 on the N% most trusted; "
+        "@75% is what the verdicts the bot does not flag would score: it flags the least-trusted quarter)",
+        head,
+        "-" * len(head),
+    ]
     for c in rows:
         at = "".join(f" {acc:>6.3f}" for _, acc in c.at_coverage)
-        lines.append(f"{c.group:<28} {c.engine:<{width}} {c.cases:>5} {c.ac1:>6.3f} {f(c.auroc)} {f(c.auroc_form)} "
-                     f"{c.accepted:>6.3f} {f(c.ac1_accepted):>8} {f(c.ac1_flagged):>9}{at}")  # fmt: skip
+        lines.append(
+            f"{c.group:<28} {c.engine:<{width}} {c.cases:>5} {c.ac1:>6.3f} {f(c.auroc)} {f(c.auroc_form)} "
+            f"{c.accepted:>6.3f} {f(c.ac1_accepted):>8} {f(c.ac1_flagged):>9}{at}"
+        )
     return "\n".join(lines)

@@ -82,12 +82,22 @@ def rows(evaluations: Iterable[tuple[str, dict]]) -> list[Row]:
         summary = summarise(set_name, engine, outcomes)
         right = [o.right for o in outcomes]
         likely = [ok for c, ok in zip(cases, right, strict=True) if c.get("likely")]
-        out.append(Row(
-            set_name, protocol, engine, summary.cases, summary.ac1, summary.ac3, summary.fault_acc,
-            expected_calibration_error([float(c["probability"]) for c in cases], right),
-            len(likely) / len(cases), sum(likely) / len(likely) if likely else None,
-            auroc(outcomes), summary.median_seconds,
-        ))  # fmt: skip
+        out.append(
+            Row(
+                set_name,
+                protocol,
+                engine,
+                summary.cases,
+                summary.ac1,
+                summary.ac3,
+                summary.fault_acc,
+                expected_calibration_error([float(c["probability"]) for c in cases], right),
+                len(likely) / len(cases),
+                sum(likely) / len(likely) if likely else None,
+                auroc(outcomes),
+                summary.median_seconds,
+            )
+        )
     return sorted(out, key=lambda r: (r.set, _protocol_order(r.protocol), r.engine))
 
 
@@ -96,13 +106,17 @@ def _outcome(case: dict) -> Outcome:
     ranking = case["ranking"]
     audit = case.get("audit")
     return Outcome(
-        case["engine"], case["dataset"], case["case_id"], case["truth"]["service"],
-        FaultType(case["truth"]["fault_type"]), tuple(c["service"] for c in ranking),
-        FaultType(ranking[0]["fault_type"]) if ranking else FaultType.UNKNOWN, float(case["seconds"]),
+        case["engine"],
+        case["dataset"],
+        case["case_id"],
+        case["truth"]["service"],
+        FaultType(case["truth"]["fault_type"]),
+        tuple(c["service"] for c in ranking),
+        FaultType(ranking[0]["fault_type"]) if ranking else FaultType.UNKNOWN,
+        float(case["seconds"]),
         case.get("error"),
-        AuditOutcome(float(audit["trust"]), str(audit.get("route", "")), audit.get("weakest_stage"))
-        if audit else None,
-    )  # fmt: skip
+        AuditOutcome(float(audit["trust"]), str(audit.get("route", "")), audit.get("weakest_stage")) if audit else None,
+    )
 
 
 def _protocol_order(protocol: str) -> tuple[int, str]:
@@ -120,16 +134,39 @@ def render(table: Sequence[Row], *, commands: Sequence[str] = ()) -> str:
     for r in table:
         by_key[(r.set, r.protocol)][r.engine] = r
     baselines = [b for b in BASELINES if any(b in engines for engines in by_key.values())]
-    head = ["set", "protocol", "cases", "AC@1", "AC@3", "fault type", "ECE", "said Likely", "Likely right",
-            "audit AUROC", "s/case", *(f"{b} AC@1" for b in baselines)]  # fmt: skip
+    head = [
+        "set",
+        "protocol",
+        "cases",
+        "AC@1",
+        "AC@3",
+        "fault type",
+        "ECE",
+        "said Likely",
+        "Likely right",
+        "audit AUROC",
+        "s/case",
+        *(f"{b} AC@1" for b in baselines),
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (set_name, protocol), engines in by_key.items():
         p = engines.get(PRODUCT_ENGINE)
         if p is None:
             continue
-        cells = [set_name, protocol, str(p.cases), _f(p.ac1), _f(p.ac3), _f(p.fault_type), _f(p.ece),
-                 f"{p.likely:.0%}", _f(p.likely_right), _f(p.auroc), f"{p.seconds:.2f}",
-                 *(_f(engines[b].ac1) if b in engines else "–" for b in baselines)]  # fmt: skip
+        cells = [
+            set_name,
+            protocol,
+            str(p.cases),
+            _f(p.ac1),
+            _f(p.ac3),
+            _f(p.fault_type),
+            _f(p.ece),
+            f"{p.likely:.0%}",
+            _f(p.likely_right),
+            _f(p.auroc),
+            f"{p.seconds:.2f}",
+            *(_f(engines[b].ac1) if b in engines else "–" for b in baselines),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     if commands:
         lines += ["", "Made by:", "", "```sh", *commands, "```"]

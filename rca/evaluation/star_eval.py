@@ -19,8 +19,15 @@ from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, repair
 from rca.trace import STAGES, Trace, from_json
 
-METHODS = ("star", "all_at_once", "step_by_step", "binary_search", "hybrid", "star_no_routing",
-           "star_no_counterfactual")  # fmt: skip
+METHODS = (
+    "star",
+    "all_at_once",
+    "step_by_step",
+    "binary_search",
+    "hybrid",
+    "star_no_routing",
+    "star_no_counterfactual",
+)
 CORRECTED_WITHIN = 0.02  # a repaired trace scores within this of the good trace's S
 NEAR_MISS = 0.01  # epsilon: an injected trace this close to the good one takes the fast path
 
@@ -52,8 +59,11 @@ def hybrid(v: Audit) -> str | None:
 
 
 BASELINES: dict[str, Callable[[Audit], str | None]] = {
-    "all_at_once": all_at_once, "step_by_step": step_by_step, "binary_search": binary_search, "hybrid": hybrid,
-}  # fmt: skip
+    "all_at_once": all_at_once,
+    "step_by_step": step_by_step,
+    "binary_search": binary_search,
+    "hybrid": hybrid,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,16 +117,28 @@ async def evaluate_star(
             cfg = RepairConfig(tau=good_score - 1e-6, epsilon=NEAR_MISS)
             star = await repair(bad, ctx, cfg)
             predicted["star"] = star.decisive_stage
-            predicted["star_no_routing"] = (await repair(bad, ctx, RepairConfig(tau=cfg.tau, epsilon=cfg.epsilon,
-                                                                                routing=False))).decisive_stage  # fmt: skip
-            predicted["star_no_counterfactual"] = (await repair(bad, ctx, RepairConfig(
-                tau=cfg.tau, epsilon=cfg.epsilon, counterfactual=False))).decisive_stage  # fmt: skip
+            predicted["star_no_routing"] = (
+                await repair(bad, ctx, RepairConfig(tau=cfg.tau, epsilon=cfg.epsilon, routing=False))
+            ).decisive_stage
+            predicted["star_no_counterfactual"] = (
+                await repair(bad, ctx, RepairConfig(tau=cfg.tau, epsilon=cfg.epsilon, counterfactual=False))
+            ).decisive_stage
             corrected = star.after.score >= good_score - CORRECTED_WITHIN
             committed = sum(1 for step in star.steps if step.committed)  # patch-and-replay rounds kept
             recalled = await repair(bad, ctx, cfg, memory)
-            report.injected.append(InjectedResult(case.id, case.label.fault_type.value, inj.name, inj.stage,
-                                                  predicted, committed, corrected, star.replays,
-                                                  recalled.replays))  # fmt: skip
+            report.injected.append(
+                InjectedResult(
+                    case.id,
+                    case.label.fault_type.value,
+                    inj.name,
+                    inj.stage,
+                    predicted,
+                    committed,
+                    corrected,
+                    star.replays,
+                    recalled.replays,
+                )
+            )
         if progress is not None:
             progress(n, len(cases), case.id)
     return report

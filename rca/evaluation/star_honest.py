@@ -70,11 +70,15 @@ CLEAN = "clean"
 
 # the fault type a hurried reader confuses with each (same service, a neighbouring cause)
 NEIGHBOUR: dict[FaultType, FaultType] = {
-    FaultType.CPU: FaultType.MEMORY, FaultType.MEMORY: FaultType.CPU,
-    FaultType.NETWORK_DELAY: FaultType.NETWORK_LOSS, FaultType.NETWORK_LOSS: FaultType.NETWORK_DELAY,
-    FaultType.EXCEPTION: FaultType.WRONG_RESULT, FaultType.WRONG_RESULT: FaultType.EXCEPTION,
-    FaultType.OVERLOAD: FaultType.CPU, FaultType.DISK: FaultType.MEMORY,
-}  # fmt: skip
+    FaultType.CPU: FaultType.MEMORY,
+    FaultType.MEMORY: FaultType.CPU,
+    FaultType.NETWORK_DELAY: FaultType.NETWORK_LOSS,
+    FaultType.NETWORK_LOSS: FaultType.NETWORK_DELAY,
+    FaultType.EXCEPTION: FaultType.WRONG_RESULT,
+    FaultType.WRONG_RESULT: FaultType.EXCEPTION,
+    FaultType.OVERLOAD: FaultType.CPU,
+    FaultType.DISK: FaultType.MEMORY,
+}
 
 
 def _promote(t: Trace, graph: nx.DiGraph, service: str) -> Trace | None:
@@ -120,8 +124,10 @@ def thin_evidence(t: Trace, ctx: AuditContext) -> Trace | None:
     gone = {ev.id for ev in cited} - {weakest.id}
     ep = replace(t.evidence_package, evidence=tuple(ev for ev in t.evidence_package.evidence if ev.id not in gone))
     hyps = tuple(replace(h, evidence=tuple(i for i in h.evidence if i not in gone)) for h in t.hypotheses)
-    chains = tuple(replace(c, links=tuple(replace(ln, evidence=tuple(i for i in ln.evidence if i not in gone))
-                                          for ln in c.links)) for c in t.chains)  # fmt: skip
+    chains = tuple(
+        replace(c, links=tuple(replace(ln, evidence=tuple(i for i in ln.evidence if i not in gone)) for ln in c.links))
+        for c in t.chains
+    )
     return replace(t, evidence_package=ep, hypotheses=hyps, chains=chains)
 
 
@@ -152,10 +158,13 @@ READ_BUDGET_FAMILY = f"read_budget_{SMALL_BUDGET}"
 # cuts the package and keeps the value the hypothesis had on more: a repair of either stage
 # makes the trace consistent again)
 WRITTEN: dict[str, tuple[str, ...]] = {
-    "victim_made_root": ("hypothesis_set",), "thin_evidence": ("evidence_package", "hypothesis_set"),
-    "anchored_on_earliest": ("hypothesis_set",), "neighbouring_fault_type": ("hypothesis_set",),
-    "two_at_once": ("hypothesis_set", "evidence_package"), READ_BUDGET_FAMILY: ("evidence_package",),
-}  # fmt: skip
+    "victim_made_root": ("hypothesis_set",),
+    "thin_evidence": ("evidence_package", "hypothesis_set"),
+    "anchored_on_earliest": ("hypothesis_set",),
+    "neighbouring_fault_type": ("hypothesis_set",),
+    "two_at_once": ("hypothesis_set", "evidence_package"),
+    READ_BUDGET_FAMILY: ("evidence_package",),
+}
 
 
 def renamed_ids(t: Trace) -> Trace:
@@ -222,8 +231,13 @@ class HonestReport:
     spread: float = REPLAY_SPREAD
 
     def to_json(self) -> dict[str, object]:
-        return {"version": 3, "protocol": "realistic", "cases": self.cases, "replay_spread": self.spread,
-                "variants": [asdict(v) for v in self.variants]}  # fmt: skip
+        return {
+            "version": 3,
+            "protocol": "realistic",
+            "cases": self.cases,
+            "replay_spread": self.spread,
+            "variants": [asdict(v) for v in self.variants],
+        }
 
 
 def sampled(key: str, spread: float) -> Callable[[], ScoringConfig]:
@@ -242,9 +256,12 @@ def _top(t: Trace) -> str | None:
 
 
 async def evaluate_honest(
-    cases: Sequence[IncidentCase], *, protocol: Protocol = Protocol(), spread: float = REPLAY_SPREAD,
+    cases: Sequence[IncidentCase],
+    *,
+    protocol: Protocol = Protocol(),
+    spread: float = REPLAY_SPREAD,
     progress: Callable[[int, int, str], None] | None = None,
-) -> HonestReport:  # fmt: skip
+) -> HonestReport:
     report = HonestReport(spread=spread)
     engine, budgeted = build_engine("lats"), build_engine("lats", read_budget=SMALL_BUDGET)
     for n, case in enumerate(cases, start=1):
@@ -256,7 +273,10 @@ async def evaluate_honest(
             ctx = await audit_context(incident)
             repair_ctx = RepairContext(ctx, recollector(incident))
             sign = 1.0 if sum(map(ord, case.id)) % 2 else -1.0  # which way the confidence moves, per case
-            variants: list[tuple[str, Trace]] = [(CLEAN, renamed_ids(own)), (CLEAN, nudged_confidence(own, 0.05 * sign))]
+            variants: list[tuple[str, Trace]] = [
+                (CLEAN, renamed_ids(own)),
+                (CLEAN, nudged_confidence(own, 0.05 * sign)),
+            ]
             if (detour := other_shortest_path(own, ctx.graph)) is not None:
                 variants.append((CLEAN, detour))
             variants += [(name, bad) for name, fn in FAMILIES.items() if (bad := fn(own, ctx)) is not None]
@@ -272,8 +292,9 @@ async def evaluate_honest(
     return report
 
 
-async def _judged(case: IncidentCase, family: str, own: Trace, t: Trace, verdict: Audit, ctx: RepairContext,
-                  seed: str, spread: float) -> Variant:  # fmt: skip
+async def _judged(
+    case: IncidentCase, family: str, own: Trace, t: Trace, verdict: Audit, ctx: RepairContext, seed: str, spread: float
+) -> Variant:
     """One variant judged: routed, repaired (one round) and localised, STAR and the baseline
     each drawing its replays from `seed`."""
     fixed = fixed_type = decisive = baseline = None
@@ -285,9 +306,21 @@ async def _judged(case: IncidentCase, family: str, own: Trace, t: Trace, verdict
         decisive, replays = result.decisive_stage, result.replays
         if family != CLEAN:
             baseline = await replay_localise(t, replace(ctx, reading=sampled(seed, spread)), replays)
-    return Variant(case.id, family, _top(t) != _top(own), _top(t) == case.label.service, verdict.route.value,
-                   verdict.trust, fixed, _type(t) == case.label.fault_type.value, fixed_type,
-                   decisive, baseline, replays, family == CLEAN or content(t) != content(own))  # fmt: skip
+    return Variant(
+        case.id,
+        family,
+        _top(t) != _top(own),
+        _top(t) == case.label.service,
+        verdict.route.value,
+        verdict.trust,
+        fixed,
+        _type(t) == case.label.fault_type.value,
+        fixed_type,
+        decisive,
+        baseline,
+        replays,
+        family == CLEAN or content(t) != content(own),
+    )
 
 
 def content(t: Trace) -> tuple[object, ...]:
@@ -295,21 +328,36 @@ def content(t: Trace) -> tuple[object, ...]:
     hypotheses on it, the chains and the ranking. Two runs that read the same telemetry to the
     same conclusion say the same; a small read budget that did not bind wrote no error."""
     ep = t.evidence_package
-    fact = {ev.id: (ev.entity, ev.kind.value, ev.subject, ev.signal.value, ev.score, ev.onset, ev.until, ev.direction)
-            for ev in ep.evidence}  # fmt: skip
+    fact = {
+        ev.id: (ev.entity, ev.kind.value, ev.subject, ev.signal.value, ev.score, ev.onset, ev.until, ev.direction)
+        for ev in ep.evidence
+    }
 
     def facts(ids: Sequence[EvidenceId]) -> tuple[object, ...]:
         return tuple(sorted((fact.get(i, ()) for i in ids), key=repr))
 
-    hyps: dict[str, tuple[object, ...]] = {h.id: (h.service, h.fault_type.value, h.value, facts(h.evidence))
-                                           for h in t.hypotheses}  # fmt: skip
+    hyps: dict[str, tuple[object, ...]] = {
+        h.id: (h.service, h.fault_type.value, h.value, facts(h.evidence)) for h in t.hypotheses
+    }
     return (
-        tuple(sorted(fact.values(), key=repr)), tuple(sorted(ep.scope)),
+        tuple(sorted(fact.values(), key=repr)),
+        tuple(sorted(ep.scope)),
         tuple(sorted(hyps.values(), key=repr)),
-        tuple(sorted(((hyps.get(c.hypothesis), c.root,
-                       tuple((ln.source, ln.target, facts(ln.evidence)) for ln in c.links)) for c in t.chains), key=repr)),
+        tuple(
+            sorted(
+                (
+                    (
+                        hyps.get(c.hypothesis),
+                        c.root,
+                        tuple((ln.source, ln.target, facts(ln.evidence)) for ln in c.links),
+                    )
+                    for c in t.chains
+                ),
+                key=repr,
+            )
+        ),
         tuple((service, fault, confidence, hyps.get(h)) for service, fault, confidence, h in t.decision.ranking),
-    )  # fmt: skip
+    )
 
 
 async def replay_localise(t: Trace, ctx: RepairContext, replays: int) -> str | None:
@@ -344,17 +392,25 @@ def render(report: HonestReport) -> str:
     clean = [v for v in report.variants if v.family == CLEAN]
     trusted = [v.trust for v in clean]
     quarter = statistics.quantiles(trusted, n=4)[0] if len(clean) >= 2 else 0.0
-    head = (f"{'variant':<26}{'n':>5}{'top moved':>10}{'right':>8}{'routed':>8}{'flagged':>9}"
-            f"{'AUROC':>7}{'right after':>13}{'stage':>7}{'replay':>8}{'type':>7}{'type after':>12}")  # fmt: skip
-    sampling = (f"each replay's constants drawn within +-{report.spread:g} of their own" if report.spread > 0
-                else "replays by the function that built the trace")  # fmt: skip
-    lines = [f"STAR on errors it did not write ({report.cases} cases, realistic windows, tau 0.8, epsilon 0.1; "
-             f"{sampling})",
-             "routed: the audit sends it to repair; flagged: trust in the clean traces' lowest quarter "
-             f"(below {quarter:.3f}); AUROC: clean trust above this variant's; right after: first place right "
-             "after one repair round (unrouted ones as they are); stage, replay: of the routed, the decisive stage "
-             "found where the error was written, by STAR and by a replay-comparison localiser given as many replays; "
-             "type, type after: its fault type right, before and after", head, "-" * len(head)]  # fmt: skip
+    head = (
+        f"{'variant':<26}{'n':>5}{'top moved':>10}{'right':>8}{'routed':>8}{'flagged':>9}"
+        f"{'AUROC':>7}{'right after':>13}{'stage':>7}{'replay':>8}{'type':>7}{'type after':>12}"
+    )
+    sampling = (
+        f"each replay's constants drawn within +-{report.spread:g} of their own"
+        if report.spread > 0
+        else "replays by the function that built the trace"
+    )
+    lines = [
+        f"STAR on errors it did not write ({report.cases} cases, realistic windows, tau 0.8, epsilon 0.1; {sampling})",
+        "routed: the audit sends it to repair; flagged: trust in the clean traces' lowest quarter "
+        f"(below {quarter:.3f}); AUROC: clean trust above this variant's; right after: first place right "
+        "after one repair round (unrouted ones as they are); stage, replay: of the routed, the decisive stage "
+        "found where the error was written, by STAR and by a replay-comparison localiser given as many replays; "
+        "type, type after: its fault type right, before and after",
+        head,
+        "-" * len(head),
+    ]
     for family in [CLEAN, *FAMILIES, READ_BUDGET_FAMILY]:
         if rows := [v for v in report.variants if v.family == family and v.written]:
             lines.append(_row(family, rows, None if family == CLEAN else trusted, quarter, types=True))
@@ -362,10 +418,13 @@ def render(report: HonestReport) -> str:
         lines.append(_row("all faults", faulted, trusted, quarter, types=False))  # fault types mean nothing pooled
     if same := [v for v in report.variants if not v.written]:
         per = ", ".join(f"{f} {n}" for f, n in sorted(Counter(v.family for v in same).items()))
-        lines += [f"left out: {len(same)} variant(s) saying what lats's own trace says, no error written ({per}); "
-                  "counted as faults:",
-                  _row("all faults and those", [v for v in report.variants if v.family != CLEAN], trusted, quarter,
-                       types=False)]  # fmt: skip
+        lines += [
+            f"left out: {len(same)} variant(s) saying what lats's own trace says, no error written ({per}); "
+            "counted as faults:",
+            _row(
+                "all faults and those", [v for v in report.variants if v.family != CLEAN], trusted, quarter, types=False
+            ),
+        ]
     return "\n".join(lines)
 
 
@@ -374,12 +433,16 @@ def _row(label: str, rows: Sequence[Variant], clean: Sequence[float] | None, qua
     n = len(rows)
     area = separation(clean, [v.trust for v in rows]) if clean is not None else None
     after = sum((v.repaired_right if v.repaired_right is not None else v.right) for v in rows) / n
-    line = (f"{label:<26}{n:>5}{sum(v.changed_top for v in rows) / n:>10.3f}{sum(v.right for v in rows) / n:>8.3f}"
-            f"{sum(v.route != Route.ACCEPT.value for v in rows) / n:>8.3f}{sum(v.trust < quarter for v in rows) / n:>9.3f}"
-            f"{'-' if area is None else f'{area:.3f}':>7}{after:>13.3f}"
-            f"{_share(rows, 'decisive'):>7}{_share(rows, 'baseline'):>8}")  # fmt: skip
+    line = (
+        f"{label:<26}{n:>5}{sum(v.changed_top for v in rows) / n:>10.3f}{sum(v.right for v in rows) / n:>8.3f}"
+        f"{sum(v.route != Route.ACCEPT.value for v in rows) / n:>8.3f}{sum(v.trust < quarter for v in rows) / n:>9.3f}"
+        f"{'-' if area is None else f'{area:.3f}':>7}{after:>13.3f}"
+        f"{_share(rows, 'decisive'):>7}{_share(rows, 'baseline'):>8}"
+    )
     if types:
-        type_after = sum((v.repaired_type_right if v.repaired_type_right is not None else v.type_right) for v in rows) / n
+        type_after = (
+            sum((v.repaired_type_right if v.repaired_type_right is not None else v.type_right) for v in rows) / n
+        )
         line += f"{sum(v.type_right for v in rows) / n:>7.3f}{type_after:>12.3f}"
     return line
 

@@ -140,25 +140,42 @@ class Vocabulary(StrEnum):
 # per vocabulary, the name of each signal (and of an error signal that is good when high)
 _NAMES: dict[Vocabulary, dict[str, str]] = {
     Vocabulary.CADVISOR: {
-        "cpu": "container_cpu_usage_seconds_total", "memory": "container_memory_working_set_bytes",
-        "disk": "container_fs_writes_bytes_total", "network": "container_network_transmit_bytes_total",
+        "cpu": "container_cpu_usage_seconds_total",
+        "memory": "container_memory_working_set_bytes",
+        "disk": "container_fs_writes_bytes_total",
+        "network": "container_network_transmit_bytes_total",
         "packet_loss": "container_network_receive_packets_dropped_total",
-        "latency": "istio_request_duration_milliseconds", "errors": "istio_requests_failed_total",
-        "errors_good": "istio_requests_success_ratio", "traffic": "istio_requests_total",
+        "latency": "istio_request_duration_milliseconds",
+        "errors": "istio_requests_failed_total",
+        "errors_good": "istio_requests_success_ratio",
+        "traffic": "istio_requests_total",
         "other": "container_spec_shares",
     },
     Vocabulary.OTEL: {
-        "cpu": "process.cpu.utilization", "memory": "process.memory.usage", "disk": "process.disk.operations",
-        "network": "k8s.pod.network.io", "packet_loss": "k8s.pod.network.dropped",
-        "latency": "http.server.request.duration", "errors": "http.server.request.errors",
-        "errors_good": "http.server.request.success.ratio", "traffic": "http.server.active_requests",
+        "cpu": "process.cpu.utilization",
+        "memory": "process.memory.usage",
+        "disk": "process.disk.operations",
+        "network": "k8s.pod.network.io",
+        "packet_loss": "k8s.pod.network.dropped",
+        "latency": "http.server.request.duration",
+        "errors": "http.server.request.errors",
+        "errors_good": "http.server.request.success.ratio",
+        "traffic": "http.server.active_requests",
         "other": "process.threads",
     },
     Vocabulary.SHORT: {
-        "cpu": "cpu", "memory": "mem", "disk": "disk", "network": "net", "packet_loss": "drops",
-        "latency": "lat", "errors": "err", "errors_good": "success", "traffic": "qps", "other": "misc",
+        "cpu": "cpu",
+        "memory": "mem",
+        "disk": "disk",
+        "network": "net",
+        "packet_loss": "drops",
+        "latency": "lat",
+        "errors": "err",
+        "errors_good": "success",
+        "traffic": "qps",
+        "other": "misc",
     },
-}  # fmt: skip
+}
 
 
 def renamed(metric: str, vocabulary: Vocabulary) -> str:
@@ -184,15 +201,14 @@ class Renamed:
 
     async def series(self, query: MetricQuery) -> list[Series]:
         if query.metrics:  # names asked in this vocabulary: asked of the inner source in its own
-            known = {renamed(s.metric, self.vocabulary): s.metric
-                     for s in await self.inner.series(replace(query, metrics=()))}  # fmt: skip
+            known = {
+                renamed(s.metric, self.vocabulary): s.metric
+                for s in await self.inner.series(replace(query, metrics=()))
+            }
             query = replace(query, metrics=tuple(known[m] for m in query.metrics if m in known))
             if not query.metrics:
                 return []
-        return [
-            replace(s, metric=renamed(s.metric, self.vocabulary))
-            for s in await self.inner.series(query)
-        ]
+        return [replace(s, metric=renamed(s.metric, self.vocabulary)) for s in await self.inner.series(query)]
 
 
 def _unit(key: str, n: np.ndarray) -> np.ndarray:
@@ -229,13 +245,9 @@ class Fleet:
         real_query = (
             query
             if not query.entities
-            else replace(
-                query, entities=tuple(e for e in query.entities if e not in set(self.names()))
-            )
+            else replace(query, entities=tuple(e for e in query.entities if e not in set(self.names())))
         )
-        real = (
-            await self.inner.series(real_query) if not query.entities or real_query.entities else []
-        )
+        real = await self.inner.series(real_query) if not query.entities or real_query.entities else []
         if not wanted:
             return real
         template = real or await self.inner.series(replace(query, entities=()))
@@ -251,13 +263,12 @@ class Fleet:
         ticks = np.round(shape.timestamps.astype(float)).astype(np.int64)
         u1, u2 = _unit(key + "/a", ticks), _unit(key + "/b", ticks)
         gauss = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * math.pi * u2)
-        return Series(
-            entity, shape.metric, shape.timestamps, level * (1.0 + 0.05 * gauss), shape.instance
-        )
+        return Series(entity, shape.metric, shape.timestamps, level * (1.0 + 0.05 * gauss), shape.instance)
 
 
-def reshaped(incident: Incident, *, step: float | None = None, vocabulary: Vocabulary | None = None,
-             fleet: int = 0) -> Incident:  # fmt: skip
+def reshaped(
+    incident: Incident, *, step: float | None = None, vocabulary: Vocabulary | None = None, fleet: int = 0
+) -> Incident:
     """The incident's metrics (and their normals') resampled, renamed and beside an idle fleet."""
     if step is None and vocabulary is None and not fleet:
         return incident
@@ -273,10 +284,20 @@ def reshaped(incident: Incident, *, step: float | None = None, vocabulary: Vocab
             src = Fleet(src, fleet, str(incident.id))
         return src
 
-    return _map_metrics(incident, wrap, note=", ".join(filter(None, (
-        f"metrics resampled to {step:g}s" if step is not None else "",
-        f"metric names in the {vocabulary.value} vocabulary" if vocabulary is not None else "",
-        f"{fleet} idle services added" if fleet else ""))))  # fmt: skip
+    return _map_metrics(
+        incident,
+        wrap,
+        note=", ".join(
+            filter(
+                None,
+                (
+                    f"metrics resampled to {step:g}s" if step is not None else "",
+                    f"metric names in the {vocabulary.value} vocabulary" if vocabulary is not None else "",
+                    f"{fleet} idle services added" if fleet else "",
+                ),
+            )
+        ),
+    )
 
 
 _DRIFTING = frozenset({Signal.CPU, Signal.MEMORY, Signal.DISK, Signal.NETWORK})
@@ -318,8 +339,10 @@ def drifted(incident: Incident, fraction: float) -> Incident:
     def sources(s: Sources) -> Sources:
         return replace(s, metrics=Drifted(s.metrics, fraction, key)) if s.metrics is not None else s
 
-    normal = {m: replace(n, sources=sources(n.sources), fault_free=sources(n.fault_free) if n.fault_free else None)
-              for m, n in incident.normal.items()}  # fmt: skip
+    normal = {
+        m: replace(n, sources=sources(n.sources), fault_free=sources(n.fault_free) if n.fault_free else None)
+        for m, n in incident.normal.items()
+    }
     note = f"normal resource metrics read at levels up to {fraction:.0%} from their own, as another run's"
     return replace(incident, normal=normal, notes=(*incident.notes, note))
 
@@ -335,8 +358,9 @@ def parse_drift(text: str) -> float:
     return value
 
 
-def _map_metrics(incident: Incident, wrap: Callable[[MetricSource | None], MetricSource | None], *,
-                 note: str) -> Incident:  # fmt: skip
+def _map_metrics(
+    incident: Incident, wrap: Callable[[MetricSource | None], MetricSource | None], *, note: str
+) -> Incident:
     """Every metric source of the incident (its own and its normals') through `wrap`, each
     distinct source wrapped once."""
     done: dict[int, MetricSource | None] = {}
@@ -351,11 +375,11 @@ def _map_metrics(incident: Incident, wrap: Callable[[MetricSource | None], Metri
     def sources(s: Sources) -> Sources:
         return replace(s, metrics=once(s.metrics))
 
-    normal = {m: replace(n, sources=sources(n.sources), fault_free=sources(n.fault_free) if n.fault_free else None)
-              for m, n in incident.normal.items()}  # fmt: skip
-    return replace(
-        incident, sources=sources(incident.sources), normal=normal, notes=(*incident.notes, note)
-    )
+    normal = {
+        m: replace(n, sources=sources(n.sources), fault_free=sources(n.fault_free) if n.fault_free else None)
+        for m, n in incident.normal.items()
+    }
+    return replace(incident, sources=sources(incident.sources), normal=normal, notes=(*incident.notes, note))
 
 
 def parse_step(text: str) -> float:
@@ -365,9 +389,7 @@ def parse_step(text: str) -> float:
     try:
         value = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
     except (KeyError, ValueError):
-        raise InputError(
-            f"cannot read the step {text!r}: give seconds (5s, 60s) or minutes (1m)"
-        ) from None
+        raise InputError(f"cannot read the step {text!r}: give seconds (5s, 60s) or minutes (1m)") from None
     if not value > 0:
         raise InputError(f"the step must be positive, got {text!r}")
     return value
@@ -377,18 +399,17 @@ def parse_vocabulary(text: str) -> Vocabulary:
     try:
         return Vocabulary(text.strip().lower())
     except ValueError:
-        raise InputError(
-            f"unknown vocabulary {text!r}; choose from {', '.join(v.value for v in Vocabulary)}"
-        ) from None
+        raise InputError(f"unknown vocabulary {text!r}; choose from {', '.join(v.value for v in Vocabulary)}") from None
 
 
 def crop(incident: Incident, since: float) -> Incident:
     """The incident as a recording that begins at `since` would give it: its sources and its
     look-back normals read nothing before then; a stretch recorded apart (fault_free) stays."""
     sources = cropped(incident.sources, since)
-    normal = {
-        m: Normal(n.window, cropped(n.sources, since), n.fault_free)
-        for m, n in incident.normal.items()
-    }
-    return replace(incident, sources=sources, normal=normal,
-                   notes=(*incident.notes, "the recording begins at the fault: nothing before it is read"))  # fmt: skip
+    normal = {m: Normal(n.window, cropped(n.sources, since), n.fault_free) for m, n in incident.normal.items()}
+    return replace(
+        incident,
+        sources=sources,
+        normal=normal,
+        notes=(*incident.notes, "the recording begins at the fault: nothing before it is read"),
+    )

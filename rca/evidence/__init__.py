@@ -55,13 +55,22 @@ class Evidence:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "id": self.id, "modality": self.modality.value, "kind": self.kind.value,
-            "entity": self.entity, "subject": self.subject, "score": self.score,
-            "signal": self.signal.value, "query": self.query, "detail": self.detail,
-            "onset": self.onset, "direction": self.direction,
-            "profile": [list(p) for p in self.profile], "until": self.until, "peers": list(self.peers),
+            "id": self.id,
+            "modality": self.modality.value,
+            "kind": self.kind.value,
+            "entity": self.entity,
+            "subject": self.subject,
+            "score": self.score,
+            "signal": self.signal.value,
+            "query": self.query,
+            "detail": self.detail,
+            "onset": self.onset,
+            "direction": self.direction,
+            "profile": [list(p) for p in self.profile],
+            "until": self.until,
+            "peers": list(self.peers),
             "under_way": self.under_way,
-        }  # fmt: skip
+        }
 
 
 def earliest_onsets(evidence: Iterable[Evidence]) -> dict[str, float]:

@@ -99,8 +99,10 @@ class LogTools(Reader):
                 stretches = (self.incident.window,) if normal is None else (self.incident.window, normal.window)
                 now, *before = await asyncio.gather(*(src.line_counts(w) for w in stretches))
         except (DataError, TimeoutError) as exc:  # a backend that cannot count (an older one, a proxy): read lines
-            self.missing.append(f"logs: line counts unavailable ({str(exc)[:200] or 'no answer'}); the glance "
-                                "counted the lines it read instead")  # fmt: skip
+            self.missing.append(
+                f"logs: line counts unavailable ({str(exc)[:200] or 'no answer'}); the glance "
+                "counted the lines it read instead"
+            )
             return None
         return error_volume(before[0] if before else LineCounts({}, {}, 1.0), now)
 
@@ -141,8 +143,9 @@ class LogTools(Reader):
         services = set((await self.topology()).nodes) | {r.entity for r in now_records}
         self._peers = dependency_errors(now, services)
         ref_spans, now_spans = await self._span_reads()
-        cuts = await asyncio.to_thread(lambda: cut_paths(
-            normal_mined, now, self.incident.window, normal_spans=ref_spans, now_spans=now_spans))
+        cuts = await asyncio.to_thread(
+            lambda: cut_paths(normal_mined, now, self.incident.window, normal_spans=ref_spans, now_spans=now_spans)
+        )
         for c in cuts:
             self._cuts.setdefault(c.entity, []).append(c)
         return shifts
@@ -164,33 +167,68 @@ class LogTools(Reader):
             if t.score <= -LOG_MIN_Z and not t.is_new:  # a code path the service stopped running
                 if error:  # failures that stopped are a recovery, nothing to blame
                     continue
-                items.append(Evidence(
-                    id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_FREQUENCY_SHIFT,
-                    entity=entity, subject=t.template_id, score=-t.score, signal=Signal.OTHER,
-                    query=query, direction=-1,
-                    detail=f"{t.severity.name} '{t.template[:160]}' ran {t.now_per_min:.1f}/min where the "
-                    f"service's volume predicts {t.expected_per_min:.1f}/min (normal {t.normal_per_min:.1f}/min)",
-                ))  # fmt: skip
+                items.append(
+                    Evidence(
+                        id=self._next_id(),
+                        modality=Modality.LOGS,
+                        kind=EvidenceKind.LOG_FREQUENCY_SHIFT,
+                        entity=entity,
+                        subject=t.template_id,
+                        score=-t.score,
+                        signal=Signal.OTHER,
+                        query=query,
+                        direction=-1,
+                        detail=f"{t.severity.name} '{t.template[:160]}' ran {t.now_per_min:.1f}/min where the "
+                        f"service's volume predicts {t.expected_per_min:.1f}/min (normal {t.normal_per_min:.1f}/min)",
+                    )
+                )
                 continue
             if t.score < LOG_MIN_Z:
                 continue
             peers = self._peers.get((entity, t.template_id), frozenset())
-            kind = (EvidenceKind.LOG_DEPENDENCY_ERROR if peers else EvidenceKind.LOG_ERROR_SHIFT) if error else (
-                EvidenceKind.LOG_NEW_TEMPLATE if t.is_new else EvidenceKind.LOG_FREQUENCY_SHIFT)  # fmt: skip
+            kind = (
+                (EvidenceKind.LOG_DEPENDENCY_ERROR if peers else EvidenceKind.LOG_ERROR_SHIFT)
+                if error
+                else (EvidenceKind.LOG_NEW_TEMPLATE if t.is_new else EvidenceKind.LOG_FREQUENCY_SHIFT)
+            )
             signal = Signal.ERRORS if error else Signal.OTHER
             state = "new" if t.is_new else f"was {t.normal_per_min:.1f}/min"
             names = f", naming {', '.join(sorted(peers)[:3])}" if peers else ""
-            items.append(Evidence(
-                id=self._next_id(), modality=Modality.LOGS, kind=kind, entity=entity,
-                subject=t.template_id, score=t.score, signal=signal, query=query,
-                detail=f"{t.severity.name} '{t.template[:160]}' {t.now_per_min:.1f}/min ({state}{names})",
-                onset=_known(t.onset), until=_known(t.until), peers=tuple(sorted(peers)), under_way=t.under_way,
-            ))  # fmt: skip
-        cuts = [Evidence(
-            id=self._next_id(), modality=Modality.LOGS, kind=EvidenceKind.LOG_PATH_CUT, entity=entity,
-            subject=f"{c.first_id}->{c.then_id}", score=c.score, signal=Signal.OTHER,
-            query=query, direction=-1, onset=_known(c.onset), until=_known(c.until), under_way=c.under_way,
-            detail=f"{c.cut} of {c.traces} traces had {c.first} without {c.then} (normally {c.normal_share:.0%} had both)",
-        ) for c in self._cuts.get(entity, [])[:MAX_CUTS] if c.score >= LOG_MIN_Z]  # fmt: skip
+            items.append(
+                Evidence(
+                    id=self._next_id(),
+                    modality=Modality.LOGS,
+                    kind=kind,
+                    entity=entity,
+                    subject=t.template_id,
+                    score=t.score,
+                    signal=signal,
+                    query=query,
+                    detail=f"{t.severity.name} '{t.template[:160]}' {t.now_per_min:.1f}/min ({state}{names})",
+                    onset=_known(t.onset),
+                    until=_known(t.until),
+                    peers=tuple(sorted(peers)),
+                    under_way=t.under_way,
+                )
+            )
+        cuts = [
+            Evidence(
+                id=self._next_id(),
+                modality=Modality.LOGS,
+                kind=EvidenceKind.LOG_PATH_CUT,
+                entity=entity,
+                subject=f"{c.first_id}->{c.then_id}",
+                score=c.score,
+                signal=Signal.OTHER,
+                query=query,
+                direction=-1,
+                onset=_known(c.onset),
+                until=_known(c.until),
+                under_way=c.under_way,
+                detail=f"{c.cut} of {c.traces} traces had {c.first} without {c.then} (normally {c.normal_share:.0%} had both)",
+            )
+            for c in self._cuts.get(entity, [])[:MAX_CUTS]
+            if c.score >= LOG_MIN_Z
+        ]
         items = cuts + items
         return ToolResult("logs", entity, query, tuple(items[:8]), "ok" if shifts else "no_data")

@@ -187,6 +187,7 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
         service_bins.setdefault(m.record.entity, Counter())[b] += 1
         t, sev = info.get(key, (m.template, m.record.severity))
         info[key] = (t, max(sev, m.record.severity))
+
     def expect(entity: str, normal_count: int) -> float:
         return _expected(normal_count, base_total[entity], now_total[entity], n_min, c_min)
 
@@ -213,18 +214,35 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
         share = base[key] / base_total[entity] if base_total[entity] else 0.0
         lines = service_bins.get(entity, Counter())
         extent = (min(lines), max(lines)) if lines else (0, 0)
-        onset, until, under_way = run_interval(anomalous_run(
-            bins.get(key, Counter()), {b: share * n for b, n in lines.items()}, 1 if score >= 0 else -1), extent)
-        out.append(TemplateShift(entity, tid, template, sev, observed / c_min, normal_rate,
-                                 expected / c_min, normal_rate == 0 and observed > 0, score, onset, until, under_way))  # fmt: skip
+        onset, until, under_way = run_interval(
+            anomalous_run(bins.get(key, Counter()), {b: share * n for b, n in lines.items()}, 1 if score >= 0 else -1),
+            extent,
+        )
+        out.append(
+            TemplateShift(
+                entity,
+                tid,
+                template,
+                sev,
+                observed / c_min,
+                normal_rate,
+                expected / c_min,
+                normal_rate == 0 and observed > 0,
+                score,
+                onset,
+                until,
+                under_way,
+            )
+        )
     return sorted(out, key=lambda s: (-abs(s.score), s.entity, s.template_id))  # ties in a fixed order, not a set's
 
 
 def line_counts(mined: Sequence[MinedLog]) -> LineCounts:
     """Lines and failure lines per service, and the minutes that held lines."""
     failed = _error_test()
-    return LineCounts(Counter(m.record.entity for m in mined), Counter(m.record.entity for m in mined if failed(m)),
-                      _minutes(mined))  # fmt: skip
+    return LineCounts(
+        Counter(m.record.entity for m in mined), Counter(m.record.entity for m in mined if failed(m)), _minutes(mined)
+    )
 
 
 def error_volume(normal: LineCounts, now: LineCounts) -> dict[str, float]:
@@ -236,8 +254,13 @@ def error_volume(normal: LineCounts, now: LineCounts) -> dict[str, float]:
     every service's logs reads no line."""
     out = {}
     for entity, observed in now.errors.items():
-        expected = _expected(normal.errors.get(entity, 0), normal.lines.get(entity, 0), now.lines.get(entity, 0),
-                             max(1.0, normal.minutes), max(1.0, now.minutes))  # fmt: skip
+        expected = _expected(
+            normal.errors.get(entity, 0),
+            normal.lines.get(entity, 0),
+            now.lines.get(entity, 0),
+            max(1.0, normal.minutes),
+            max(1.0, now.minutes),
+        )
         out[entity] = (observed - expected) / math.sqrt(expected + 1.0)
     return out
 

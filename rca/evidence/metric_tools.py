@@ -37,12 +37,18 @@ class MetricTools(Reader):
                     elif normal is None or normal.sources.metrics is None:
                         self.missing.append("normal metrics: absent, the start of the window serves")
                     free = []  # read only where the look-back leaves a series without a normal
-                    if (normal is not None and normal.fault_free is not None and normal.fault_free.metrics is not None
-                            and len(lacking := unmatched(ref, now))):  # fmt: skip
+                    if (
+                        normal is not None
+                        and normal.fault_free is not None
+                        and normal.fault_free.metrics is not None
+                        and len(lacking := unmatched(ref, now))
+                    ):
                         query = MetricQuery(normal.window, tuple(sorted({e for e, _, _ in lacking})))
                         free = await self._read("metrics", normal.fault_free.metrics.series(query), [])
-                        self.missing.append(f"normal metrics: {len(lacking)} series with nothing recorded before "
-                                            "the window, measured against the stretch recorded apart")  # fmt: skip
+                        self.missing.append(
+                            f"normal metrics: {len(lacking)} series with nothing recorded before "
+                            "the window, measured against the stretch recorded apart"
+                        )
                     for m in metric_shifts(ref, now, free, peers=self.peer_spread):
                         self._metrics.setdefault(m.entity, []).append(m)
             return self._metrics
@@ -69,11 +75,19 @@ class MetricTools(Reader):
     def _metric_evidence(self, m: MetricShift, query: str) -> Evidence:
         arrow = "rose" if m.direction > 0 else "fell"
         return Evidence(
-            id=self._next_id(), modality=Modality.METRICS, kind=EvidenceKind.METRIC_SHIFT,
-            entity=m.entity, subject=m.metric, score=m.score,
+            id=self._next_id(),
+            modality=Modality.METRICS,
+            kind=EvidenceKind.METRIC_SHIFT,
+            entity=m.entity,
+            subject=m.metric,
+            score=m.score,
             signal=m.signal,
-            query=query, onset=m.onset, direction=m.direction, profile=m.profile, until=m.until,
+            query=query,
+            onset=m.onset,
+            direction=m.direction,
+            profile=m.profile,
+            until=m.until,
             under_way=m.under_way,
             detail=f"{m.metric} {arrow} to {m.peak:.4g} (normal {m.normal_median:.4g}, robust z {m.score:.1f})"
             + (" [host]" if is_host_metric(m.metric) else ""),
-        )  # fmt: skip
+        )

@@ -70,11 +70,15 @@ def reference(normal: Series | None, now: Series) -> np.ndarray:
     values = now.values[np.isfinite(now.values)]
     ref = normal.values[np.isfinite(normal.values)] if normal is not None else np.array([])
     if ref.size < _MIN_NORMAL and values.size:  # no normal period: the window's first half serves
-        ref = own_normal(values[: max(_MIN_NORMAL, values.size // 2)], _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR))
+        ref = own_normal(
+            values[: max(_MIN_NORMAL, values.size // 2)], _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR)
+        )
     return ref
 
 
-def shift_of(normal: Series | None, now: Series, *, unmoved: float = 0.0, ref: np.ndarray | None = None) -> MetricShift | None:
+def shift_of(
+    normal: Series | None, now: Series, *, unmoved: float = 0.0, ref: np.ndarray | None = None
+) -> MetricShift | None:
     """The shift of one series against its normal part (`ref`, else `reference`); None when
     there is nothing to compare.
 
@@ -90,12 +94,19 @@ def shift_of(normal: Series | None, now: Series, *, unmoved: float = 0.0, ref: n
     z = robust_z(ref, values, _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR), unmoved)
     at = place(times, z)
     return MetricShift(
-        entity=now.entity, metric=now.metric, instance=now.instance, signal=signal_of(now.metric),
-        score=at.score, onset=at.onset, direction=at.direction,
-        normal_median=float(np.median(ref)), peak=float(values[at.peak]),
+        entity=now.entity,
+        metric=now.metric,
+        instance=now.instance,
+        signal=signal_of(now.metric),
+        score=at.score,
+        onset=at.onset,
+        direction=at.direction,
+        normal_median=float(np.median(ref)),
+        peak=float(values[at.peak]),
         profile=tuple((float(t), round(float(v), 3)) for t, v in zip(times, z, strict=True)),
-        until=at.until, under_way=at.under_way,
-    )  # fmt: skip
+        until=at.until,
+        under_way=at.under_way,
+    )
 
 
 def peer_spreads(measured: Iterable[tuple[Series, np.ndarray]]) -> dict[str, float]:
@@ -115,8 +126,9 @@ def unmatched(normal: Sequence[Series], now: Sequence[Series]) -> set[tuple[str,
     return {(s.entity, s.metric, s.instance) for s in now} - held
 
 
-def metric_shifts(normal: Sequence[Series], now: Sequence[Series], fault_free: Sequence[Series] = (), *,
-                  peers: bool = True) -> list[MetricShift]:  # fmt: skip
+def metric_shifts(
+    normal: Sequence[Series], now: Sequence[Series], fault_free: Sequence[Series] = (), *, peers: bool = True
+) -> list[MetricShift]:
     """A MetricShift per series of the incident window, strongest first. A series' normal is
     its own recent past: its look-back (`normal`), or where that holds too little of it, the
     window's own start. Only a series with no point recorded before the window (a recording
@@ -127,7 +139,9 @@ def metric_shifts(normal: Sequence[Series], now: Sequence[Series], fault_free: S
     base.update({(s.entity, s.metric, s.instance): s for s in normal if np.isfinite(s.values).any()})
     refs = [reference(base.get((s.entity, s.metric, s.instance)), s) for s in now]
     unmoved = peer_spreads(zip(now, refs, strict=True)) if peers else {}
-    out = [shift for s, ref in zip(now, refs, strict=True)
-           if (shift := shift_of(None, s, unmoved=unmoved.get(s.metric, 0.0), ref=ref)) is not None]  # fmt: skip
+    out = [
+        shift
+        for s, ref in zip(now, refs, strict=True)
+        if (shift := shift_of(None, s, unmoved=unmoved.get(s.metric, 0.0), ref=ref)) is not None
+    ]
     return sorted(out, key=lambda m: -m.score)
-

@@ -61,7 +61,9 @@ def _marks(logs: Sequence[MinedLog], spans: Sequence[Span], logged: Callable[[st
             add(m.record.entity, m.record.trace_id, m.template_id, m.record.time, f"'{m.template[:80]}'")
             add(m.record.entity, m.record.trace_id, _ANY_LINE, m.record.time, "a line of its own")
     table = SpanTable.of(spans)  # read by column: a span object per row would cost more than the marks
-    for entity, trace, operation, start in zip(table.entity, table.trace_id, table.operation, table.start.tolist(), strict=True):
+    for entity, trace, operation, start in zip(
+        table.entity, table.trace_id, table.operation, table.start.tolist(), strict=True
+    ):
         if trace and logged(entity, start):
             add(entity, trace, _SPAN + operation, start, f"its span '{operation[:80]}'")
     return out
@@ -90,9 +92,13 @@ def _normal_paths(marks: _Marks) -> dict[tuple[str, str, str], float]:
 
 
 def cut_paths(
-    normal: Sequence[MinedLog], now: Sequence[MinedLog], window: Window, *,
-    normal_spans: Sequence[Span] = (), now_spans: Sequence[Span] = (),
-) -> list[CutPath]:  # fmt: skip
+    normal: Sequence[MinedLog],
+    now: Sequence[MinedLog],
+    window: Window,
+    *,
+    normal_spans: Sequence[Span] = (),
+    now_spans: Sequence[Span] = (),
+) -> list[CutPath]:
     """Code paths cut short: where logs carry trace ids, pairs of marks one service leaves
     together in (nearly) every normal trace, now left apart.
 
@@ -147,8 +153,10 @@ def cut_paths(
         if cut[key] == 0 or ((entity, a) in best and best[(entity, a)].score >= score):
             continue
         all_, missing = bins[key]
-        onset, until, under_way = run_interval(anomalous_run(missing, {t: k * (1.0 - share) for t, k in all_.items()}, 1),
-                                            (min(all_), max(all_)))  # fmt: skip
-        best[(entity, a)] = CutPath(entity, a, words[(entity, a)], b, words[(entity, b)], n, cut[key], share, score,
-                                    onset, until, under_way)  # fmt: skip
+        onset, until, under_way = run_interval(
+            anomalous_run(missing, {t: k * (1.0 - share) for t, k in all_.items()}, 1), (min(all_), max(all_))
+        )
+        best[(entity, a)] = CutPath(
+            entity, a, words[(entity, a)], b, words[(entity, b)], n, cut[key], share, score, onset, until, under_way
+        )
     return sorted(best.values(), key=lambda c: -c.score)

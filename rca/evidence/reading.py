@@ -118,8 +118,10 @@ class Reader:
         step = float(np.median(steps)) if steps else 0.0
         window = self.incident.window
         if first - window.start > 2 * step or window.end - last > 2 * step:
-            self.missing.append(f"metrics cover only {to_iso(first)} to {to_iso(last)} of the window asked "
-                                f"({(last - first) / 60:.0f} of {window.seconds / 60:.0f} min)")  # fmt: skip
+            self.missing.append(
+                f"metrics cover only {to_iso(first)} to {to_iso(last)} of the window asked "
+                f"({(last - first) / 60:.0f} of {window.seconds / 60:.0f} min)"
+            )
 
     @property
     def exhausted(self) -> bool:

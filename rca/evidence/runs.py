@@ -43,7 +43,7 @@ def runs(z: np.ndarray, threshold: float = ONSET_Z) -> list[Run]:
 
 
 def _run(z: np.ndarray, start: int, end: int, direction: int) -> Run:
-    peak = start + int(np.argmax(direction * z[start:end + 1]))
+    peak = start + int(np.argmax(direction * z[start : end + 1]))
     return Run(start, end, direction, peak)
 
 
@@ -71,8 +71,10 @@ def place(times: np.ndarray, z: np.ndarray, threshold: float = ONSET_Z) -> Place
     run = current[-1] if current else max(found, key=lambda r: abs(float(z[r.peak])))
     held = run.end > run.start or run.end == last
     return Placed(
-        score=float(abs(z[run.peak])), direction=run.direction, peak=run.peak,
+        score=float(abs(z[run.peak])),
+        direction=run.direction,
+        peak=run.peak,
         onset=float(times[run.start]) if held else None,
         until=None if current else float(times[run.end]),
         under_way=run.start == 0,
-    )  # fmt: skip
+    )

@@ -19,14 +19,17 @@ from rca.evidence.reading import BULK, ToolResult
 from rca.evidence.trace_tools import TraceTools
 from rca.model import Incident
 
-SCAN_LEADS = 3  # a scan's first leads: what a sound investigation has examined (the search reads them, the audit checks)
+SCAN_LEADS = (
+    3  # a scan's first leads: what a sound investigation has examined (the search reads them, the audit checks)
+)
 
 
 class Toolbox(MetricTools, LogTools, TraceTools):
     """Evidence tools over one incident's sources."""
 
-    def __init__(self, incident: Incident, *, budget: int | None = None, glance: bool = True,
-                 peer_spread: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self, incident: Incident, *, budget: int | None = None, glance: bool = True, peer_spread: bool = True
+    ) -> None:
         super().__init__(incident, budget=budget, glance=glance, peer_spread=peer_spread)
 
     async def entities(self) -> tuple[str, ...]:
@@ -47,7 +50,9 @@ class Toolbox(MetricTools, LogTools, TraceTools):
         """Every tool on every entity (and the symptom): what an exhaustive reading finds,
         with no search. The baseline the search is measured against, and what the
         perturbation bench scores many times over."""
-        targets = dict.fromkeys([*await self.entities(), self.incident.symptom] if self.incident.symptom else await self.entities())
+        targets = dict.fromkeys(
+            [*await self.entities(), self.incident.symptom] if self.incident.symptom else await self.entities()
+        )
         found: list[Evidence] = []
         for entity in targets:
             for tool in (self.metrics, self.logs, self.spans):
@@ -69,7 +74,11 @@ class Toolbox(MetricTools, LogTools, TraceTools):
             return ToolResult("scan", modality, query, (), "unavailable")
         entities = await self.entities()
         name = {"traces": "spans"}.get(modality, modality)
-        cost = 1 if name in BULK else len([e for e in entities if (name, e) not in self._done and await self._listed(name, e)])
+        cost = (
+            1
+            if name in BULK
+            else len([e for e in entities if (name, e) not in self._done and await self._listed(name, e)])
+        )
         if name == "logs" and self.glance and not self._affordable(cost):
             return await self._glance_at_logs(top)
         if not self._charge(cost):
@@ -81,9 +90,13 @@ class Toolbox(MetricTools, LogTools, TraceTools):
             if name not in BULK:  # only one metrics query reads every service for later too
                 self._bulk.discard(name)
         ranked = score_hypotheses(
-            evidence, graph=await self.topology(), window=self.incident.window,
-            symptom=self.incident.symptom, modalities=self.modalities(), edge_share=self.edge_share,
+            evidence,
+            graph=await self.topology(),
+            window=self.incident.window,
+            symptom=self.incident.symptom,
+            modalities=self.modalities(),
+            edge_share=self.edge_share,
             alert_time=self.incident.alert_time,
-        )  # fmt: skip
+        )
         leads = tuple(h.service for h in ranked[:top])
         return ToolResult("scan", modality, query, (), "ok" if leads else "no_data", leads)

@@ -76,15 +76,21 @@ class TraceTools(Reader):
                 self._own, self._gaps = {}, {}
                 ref_spans, now_spans = await self._span_reads()
                 if now_spans or ref_spans:
-                    self._own, self._gaps = _LAST_TRACE_INDEX.get(self._trace_sources(), lambda: _index(ref_spans, now_spans),
-                                                                  keep="traces" not in self.failed)  # fmt: skip
+                    self._own, self._gaps = _LAST_TRACE_INDEX.get(
+                        self._trace_sources(), lambda: _index(ref_spans, now_spans), keep="traces" not in self.failed
+                    )
             return self._own, self._gaps
 
     def _trace_sources(self) -> tuple[object, ...]:
         """What the trace index is computed from: the sources and windows (not their spans)."""
         normal = self.incident.normal_for(Modality.TRACES)
         readers = tuple(p.traces for p in normal.parts() if p.traces is not None) if normal is not None else ()
-        return (self.incident.sources.traces, readers, normal.window if normal is not None else None, self.incident.window)
+        return (
+            self.incident.sources.traces,
+            readers,
+            normal.window if normal is not None else None,
+            self.incident.window,
+        )
 
     @memoised
     async def spans(self, entity: str) -> ToolResult:
@@ -125,8 +131,10 @@ class TraceTools(Reader):
         for (caller, _), shifted in edges:
             out_total[caller] += 1
             out_shift[caller] += shifted
+
         def caller_side(a: str) -> bool:
             return out_shift[a] >= 2 and out_shift[a] >= 0.5 * out_total[a]
+
         incoming = [(caller, shifted) for (caller, callee), shifted in edges if callee == entity]
         own_in = sum(1 for caller, shifted in incoming if shifted and not caller_side(caller))
         share_in = own_in / len(incoming) if incoming else 0.0
@@ -145,9 +153,18 @@ class TraceTools(Reader):
     def _span_evidence(self, entity: str, s: LatencyShift, kind: EvidenceKind, query: str) -> Evidence:
         what = "own time" if kind is EvidenceKind.TRACE_SELF_TIME else f"network gap {s.subject}"
         return Evidence(
-            id=self._next_id(), modality=Modality.TRACES, kind=kind, entity=entity,
-            subject=s.subject, score=s.score, signal=Signal.LATENCY, query=query, onset=s.onset,
-            profile=s.profile, until=s.until, under_way=s.under_way,
+            id=self._next_id(),
+            modality=Modality.TRACES,
+            kind=kind,
+            entity=entity,
+            subject=s.subject,
+            score=s.score,
+            signal=Signal.LATENCY,
+            query=query,
+            onset=s.onset,
+            profile=s.profile,
+            until=s.until,
+            under_way=s.under_way,
             detail=f"{what}: p50 {s.normal_p50 * 1e3:.1f} -> {s.now_p50 * 1e3:.1f} ms, "
             f"p90 {s.normal_p90 * 1e3:.1f} -> {s.now_p90 * 1e3:.1f} ms over {s.count} spans",
-        )  # fmt: skip
+        )

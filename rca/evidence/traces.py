@@ -62,8 +62,12 @@ def timings(spans: Sequence[Span]) -> tuple[Timings, Timings]:
     calls_out = np.zeros(n, dtype=bool)
     calls_out[parent[remote]] = True
     counted = remote == calls_out[parent]  # remote children of a caller, local ones otherwise
-    covered = _covered(parent[counted], np.maximum(start[child[counted]], start[parent[counted]]),
-                       np.minimum(end[child[counted]], end[parent[counted]]), n)  # fmt: skip
+    covered = _covered(
+        parent[counted],
+        np.maximum(start[child[counted]], start[parent[counted]]),
+        np.minimum(end[child[counted]], end[parent[counted]]),
+        n,
+    )
     left = np.maximum(0.0, (end - start) - covered)
     own = _timings(entity[~calls_out], start[~calls_out], left[~calls_out])
     edges = pd.DataFrame({"parent": parent[remote], "callee": entity[child[remote]]}).drop_duplicates()
@@ -129,7 +133,9 @@ class LatencyShift:
 BIN_SECONDS = 60.0
 
 
-def _departure(ref_50: float, ref_90: float, scale: float, tail_scale: float, cur: np.ndarray) -> tuple[float, float, float]:
+def _departure(
+    ref_50: float, ref_90: float, scale: float, tail_scale: float, cur: np.ndarray
+) -> tuple[float, float, float]:
     """How far a set of timings sits above normal (median and tail), and its p50 and p90.
 
     The median moves when every call is slowed; a tail alone moves with a few stragglers."""
@@ -181,9 +187,18 @@ def shift(subject: str, normal: np.ndarray, now: tuple[np.ndarray, np.ndarray]) 
         at = Placed(float(z[peak]), 1, peak, None, None, False)
     _, score, c50, c90 = parts[at.peak]
     return LatencyShift(
-        subject, n50, c50, n90, c90, int(seconds.size), float(score), at.onset,
-        tuple((float(t), round(float(v), 3)) for t, v in zip(times, z, strict=True)), at.until, at.under_way,
-    )  # fmt: skip
+        subject,
+        n50,
+        c50,
+        n90,
+        c90,
+        int(seconds.size),
+        float(score),
+        at.onset,
+        tuple((float(t), round(float(v), 3)) for t, v in zip(times, z, strict=True)),
+        at.until,
+        at.under_way,
+    )
 
 
 def latency_shifts(normal: Timings, now: Timings) -> list[LatencyShift]:

@@ -71,37 +71,107 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 _UNIT = {"type": "number", "minimum": 0, "maximum": 1}
 TOOLS: list[dict[str, Any]] = [
-    {"name": "propose_actions",
-     "description": "Choose the next investigative actions, by the ids offered in the data.",
-     "input_schema": _schema({"candidates": {"type": "array", "minItems": 1, "maxItems": 10, "items": _schema(
-         {"action": {"type": "string", "pattern": "^a[0-9]{1,3}$"}, "reason": {"type": "string", "maxLength": 300}},
-         ["action"])}}, ["candidates"])},
-    {"name": "score_reflections",
-     "description": "Score every executed step: evidence quality e, completeness c_comp, consistency k.",
-     "input_schema": _schema({"reflections": {"type": "array", "minItems": 1, "maxItems": 10, "items": _schema(
-         {"step": {"type": "integer", "minimum": 1}, "e": _UNIT, "c_comp": _UNIT, "k": _UNIT,
-          "note": {"type": "string", "maxLength": 300}}, ["step", "e", "c_comp", "k"])}}, ["reflections"])},
-    {"name": "judge_decision",
-     "description": "Judge which hypothesis explains the symptom, with a calibrated confidence.",
-     "input_schema": _schema({"lead": {"type": "string", "pattern": "^h-[0-9]{1,4}$"}, "confidence": _UNIT,
-                              "rationale": {"type": "string", "maxLength": 600}}, ["lead", "confidence", "rationale"])},
-    {"name": "choose_patches",
-     "description": "Order the offered patch operators for a stage of an RCA trace, most promising first.",
-     "input_schema": _schema({"order": {"type": "array", "minItems": 1, "maxItems": 20, "items": _schema(
-         {"patch": {"type": "string", "pattern": "^p[0-9]{1,2}$"}, "reason": {"type": "string", "maxLength": 300}},
-         ["patch"])}}, ["order"])},
-    {"name": "answer_question",
-     "description": "Answer an engineer's question about the investigation, citing evidence ids.",
-     "input_schema": _schema({"answer": {"type": "string", "maxLength": 2000},
-                              "cited": {"type": "array", "maxItems": 12, "items": {"type": "string"}}},
-                             ["answer", "cited"])},
-]  # fmt: skip
+    {
+        "name": "propose_actions",
+        "description": "Choose the next investigative actions, by the ids offered in the data.",
+        "input_schema": _schema(
+            {
+                "candidates": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 10,
+                    "items": _schema(
+                        {
+                            "action": {"type": "string", "pattern": "^a[0-9]{1,3}$"},
+                            "reason": {"type": "string", "maxLength": 300},
+                        },
+                        ["action"],
+                    ),
+                }
+            },
+            ["candidates"],
+        ),
+    },
+    {
+        "name": "score_reflections",
+        "description": "Score every executed step: evidence quality e, completeness c_comp, consistency k.",
+        "input_schema": _schema(
+            {
+                "reflections": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 10,
+                    "items": _schema(
+                        {
+                            "step": {"type": "integer", "minimum": 1},
+                            "e": _UNIT,
+                            "c_comp": _UNIT,
+                            "k": _UNIT,
+                            "note": {"type": "string", "maxLength": 300},
+                        },
+                        ["step", "e", "c_comp", "k"],
+                    ),
+                }
+            },
+            ["reflections"],
+        ),
+    },
+    {
+        "name": "judge_decision",
+        "description": "Judge which hypothesis explains the symptom, with a calibrated confidence.",
+        "input_schema": _schema(
+            {
+                "lead": {"type": "string", "pattern": "^h-[0-9]{1,4}$"},
+                "confidence": _UNIT,
+                "rationale": {"type": "string", "maxLength": 600},
+            },
+            ["lead", "confidence", "rationale"],
+        ),
+    },
+    {
+        "name": "choose_patches",
+        "description": "Order the offered patch operators for a stage of an RCA trace, most promising first.",
+        "input_schema": _schema(
+            {
+                "order": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 20,
+                    "items": _schema(
+                        {
+                            "patch": {"type": "string", "pattern": "^p[0-9]{1,2}$"},
+                            "reason": {"type": "string", "maxLength": 300},
+                        },
+                        ["patch"],
+                    ),
+                }
+            },
+            ["order"],
+        ),
+    },
+    {
+        "name": "answer_question",
+        "description": "Answer an engineer's question about the investigation, citing evidence ids.",
+        "input_schema": _schema(
+            {
+                "answer": {"type": "string", "maxLength": 2000},
+                "cited": {"type": "array", "maxItems": 12, "items": {"type": "string"}},
+            },
+            ["answer", "cited"],
+        ),
+    },
+]
 TOOLS[-1] = {**TOOLS[-1], "cache_control": {"type": "ephemeral"}}  # caches the system prompt and all tools
 _SCHEMAS = {t["name"]: t["input_schema"] for t in TOOLS}
 
 
-_PHASE_OF = {"propose_actions": "proposal", "score_reflections": "reflection", "judge_decision": "decision",
-             "choose_patches": "repair", "answer_question": "question"}  # fmt: skip
+_PHASE_OF = {
+    "propose_actions": "proposal",
+    "score_reflections": "reflection",
+    "judge_decision": "decision",
+    "choose_patches": "repair",
+    "answer_question": "question",
+}
 _SEARCH = frozenset({"propose_actions", "score_reflections"})  # what may fall back to plan, not to shortage
 
 
@@ -112,8 +182,13 @@ class InvalidAnswer(ValueError):
 class ClaudeReasoner:
     name = "claude"
 
-    def __init__(self, config: ClaudeConfig = ClaudeConfig(), *, client: anthropic.AsyncAnthropic | None = None,
-                 offline: OfflineReasoner | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: ClaudeConfig = ClaudeConfig(),
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        offline: OfflineReasoner | None = None,
+    ) -> None:
         self.config = config
         self._client = client
         self.offline = offline or OfflineReasoner()
@@ -136,8 +211,14 @@ class ClaudeReasoner:
     def usage(self) -> Usage:
         notes = tuple(f"{n} ({k}x)" if k > 1 else n for n, k in self._notes.items())
         phases = tuple((p, *self._phases[p]) for p in PHASES if p in self._phases)
-        return Usage(self._usage.calls, self._usage.input_tokens, self._usage.output_tokens,
-                     self._usage.cached_tokens, notes, phases)  # type: ignore[arg-type]  # fmt: skip
+        return Usage(
+            self._usage.calls,
+            self._usage.input_tokens,
+            self._usage.output_tokens,
+            self._usage.cached_tokens,
+            notes,
+            phases,  # type: ignore[arg-type]
+        )
 
     # -- the three roles ---------------------------------------------------------------------
     async def propose(self, state: DiagnosticState, *, n: int, seed: int) -> list[Action]:
@@ -146,9 +227,14 @@ class ClaudeReasoner:
             return []
         offered = sorted(priorities, key=lambda a: (-priorities[a], a.signature))[:MAX_ACTIONS]
         ids = {f"a{i}": a for i, a in enumerate(offered, start=1)}
-        data = {**_state(state), "choose": n,
-                "actions": [{"id": i, "tool": a.tool.value, "target": a.target, "prior": round(priorities[a], 2)}
-                            for i, a in ids.items()]}  # fmt: skip
+        data = {
+            **_state(state),
+            "choose": n,
+            "actions": [
+                {"id": i, "tool": a.tool.value, "target": a.target, "prior": round(priorities[a], 2)}
+                for i, a in ids.items()
+            ],
+        }
 
         def parse(answer: dict[str, Any]) -> list[Action]:
             chosen = [c["action"] for c in answer["candidates"]]
@@ -157,23 +243,34 @@ class ClaudeReasoner:
                 raise InvalidAnswer(f"actions {unknown} were not offered; choose from {sorted(ids)}")
             return [ids[c] for c in chosen][:n]
 
-        picked = await self._ask("propose_actions", f"Choose {n} candidate actions for the {state.agent} agent.",
-                                 data, parse)  # fmt: skip
+        picked = await self._ask(
+            "propose_actions", f"Choose {n} candidate actions for the {state.agent} agent.", data, parse
+        )
         return picked if picked else await self.offline.propose(state, n=n, seed=seed)
 
     async def reflect(self, state: DiagnosticState, steps: Sequence[Step]) -> list[Reflection]:
-        data = {**_state(state), "steps": [
-            {"step": i, "action": s.action.describe(), "status": s.status,
-             "new_evidence": [_evidence(ev) for ev in sorted(s.new_evidence, key=lambda ev: -ev.score)[:4]],
-             "hypotheses_after": [_hypothesis(h) for h in s.after.hypotheses[:3]]}
-            for i, s in enumerate(steps, start=1)]}  # fmt: skip
+        data = {
+            **_state(state),
+            "steps": [
+                {
+                    "step": i,
+                    "action": s.action.describe(),
+                    "status": s.status,
+                    "new_evidence": [_evidence(ev) for ev in sorted(s.new_evidence, key=lambda ev: -ev.score)[:4]],
+                    "hypotheses_after": [_hypothesis(h) for h in s.after.hypotheses[:3]],
+                }
+                for i, s in enumerate(steps, start=1)
+            ],
+        }
 
         def parse(answer: dict[str, Any]) -> list[Reflection]:
             by_step = {r["step"]: r for r in answer["reflections"]}
             if sorted(by_step) != list(range(1, len(steps) + 1)):
                 raise InvalidAnswer(f"score every step 1..{len(steps)} exactly once")
-            return [Reflection(float(r["e"]), float(r["c_comp"]), float(r["k"]), str(r.get("note", ""))[:200])
-                    for r in (by_step[i] for i in range(1, len(steps) + 1))]  # fmt: skip
+            return [
+                Reflection(float(r["e"]), float(r["c_comp"]), float(r["k"]), str(r.get("note", ""))[:200])
+                for r in (by_step[i] for i in range(1, len(steps) + 1))
+            ]
 
         scored = await self._ask("score_reflections", f"Score all {len(steps)} executed steps.", data, parse)
         return scored if scored else await self.offline.reflect(state, steps)
@@ -184,10 +281,17 @@ class ClaudeReasoner:
             return engine
         top = state.hypotheses[:DECISION_HYPOTHESES]
         by_id = {ev.id: ev for ev in state.evidence}
-        data = {"symptom": state.symptom, "hypotheses": [
-            {**_hypothesis(h), "id": h.id,
-             "evidence": [_evidence(by_id[i]) for i in h.evidence[:DECISION_EVIDENCE] if i in by_id]}
-            for h in top]}  # fmt: skip
+        data = {
+            "symptom": state.symptom,
+            "hypotheses": [
+                {
+                    **_hypothesis(h),
+                    "id": h.id,
+                    "evidence": [_evidence(by_id[i]) for i in h.evidence[:DECISION_EVIDENCE] if i in by_id],
+                }
+                for h in top
+            ],
+        }
 
         def parse(answer: dict[str, Any]) -> tuple[str, str]:
             if answer["lead"] not in {h.id for h in top}:
@@ -200,18 +304,27 @@ class ClaudeReasoner:
         lead, rationale = judged
         if lead != top[0].id:  # the ranking stays the engine's; the disagreement is reported
             rationale = f"{rationale} (the model favours {next(h.service for h in top if h.id == lead)})"
-        return Decision(engine.ranking, engine.confidence, f"{top[0].service} ({top[0].fault_type.value}) "
-                        f"explains the symptom at {state.symptom}: {rationale}")  # fmt: skip
+        return Decision(
+            engine.ranking,
+            engine.confidence,
+            f"{top[0].service} ({top[0].fault_type.value}) explains the symptom at {state.symptom}: {rationale}",
+        )
 
     async def stage_critic(self, stage: str, verdict: Any, menu: list[P], k: int) -> list[P]:
         """STAR's stage critic: the offline menu of patch operators for a stage, reordered by
         the model from the stage's violations; the menu as it was when the model cannot."""
         ids = {f"p{i}": p for i, p in enumerate(menu, start=1)}
         diagnostic = next((d for d in verdict.stages if d.stage == stage), None)
-        data = {"stage": stage, "k": k, "audit_score": round(verdict.score, 3),
-                "violations": [{"criterion": c.name, "score": round(c.score, 3), "explanation": c.explanation[:200]}
-                               for c in (diagnostic.violations if diagnostic else ())],
-                "patches": [{"id": i, "name": getattr(p, "name", str(p))} for i, p in ids.items()]}  # fmt: skip
+        data = {
+            "stage": stage,
+            "k": k,
+            "audit_score": round(verdict.score, 3),
+            "violations": [
+                {"criterion": c.name, "score": round(c.score, 3), "explanation": c.explanation[:200]}
+                for c in (diagnostic.violations if diagnostic else ())
+            ],
+            "patches": [{"id": i, "name": getattr(p, "name", str(p))} for i, p in ids.items()],
+        }
 
         def parse(answer: dict[str, Any]) -> list[P]:
             chosen = [o["patch"] for o in answer["order"]]
@@ -239,8 +352,9 @@ class ClaudeReasoner:
         return await self._ask("answer_question", "Answer the engineer's question.", data, parse)
 
     # -- one call ----------------------------------------------------------------------------
-    async def _ask(self, tool: str, instruction: str, data: dict[str, Any],
-                   parse: Callable[[dict[str, Any]], T]) -> T | None:  # fmt: skip
+    async def _ask(
+        self, tool: str, instruction: str, data: dict[str, Any], parse: Callable[[dict[str, Any]], T]
+    ) -> T | None:
         """Call the model for one job; the parsed answer, or None for the offline reasoner."""
         if self._failures >= 2:
             return None
@@ -252,17 +366,23 @@ class ClaudeReasoner:
                 return None  # as planned: the rest of the budget is the verdict's
             if not self._affordable(content):
                 if tool not in _SEARCH:
-                    self._note(f"model budget spent ({self.config.max_calls} calls / {self.config.max_tokens} tokens) "
-                               f"before the {phase}: the offline reasoner took it")  # fmt: skip
+                    self._note(
+                        f"model budget spent ({self.config.max_calls} calls / {self.config.max_tokens} tokens) "
+                        f"before the {phase}: the offline reasoner took it"
+                    )
                 return None
             import anthropic
 
             try:
                 response = await self._client_here().messages.create(  # type: ignore[call-overload]
-                    model=self.config.model, max_tokens=self.config.response_tokens,
+                    model=self.config.model,
+                    max_tokens=self.config.response_tokens,
                     system=[{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
-                    tools=TOOLS, tool_choice={"type": "tool", "name": tool}, messages=messages,
-                    timeout=self.config.timeout)  # fmt: skip
+                    tools=TOOLS,
+                    tool_choice={"type": "tool", "name": tool},
+                    messages=messages,
+                    timeout=self.config.timeout,
+                )
             except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
                 self._failures += 1
                 self._note(f"model unavailable ({_reason(exc)}): the offline reasoner took those steps")
@@ -279,9 +399,21 @@ class ClaudeReasoner:
                 error = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
                 if attempt == 2 or block is None:
                     break
-                messages = [*messages, {"role": "assistant", "content": [b.model_dump() for b in response.content]},
-                            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id,
-                                                          "is_error": True, "content": f"Invalid: {error[:300]}"}]}]  # fmt: skip
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": [b.model_dump() for b in response.content]},
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": block.id,
+                                "is_error": True,
+                                "content": f"Invalid: {error[:300]}",
+                            }
+                        ],
+                    },
+                ]
         self._note(f"invalid model answer for {tool}: the offline reasoner took that step")
         return None
 
@@ -289,8 +421,12 @@ class ClaudeReasoner:
         import anthropic
 
         if self._client is None:
-            self._client = anthropic.AsyncAnthropic(api_key=self.config.api_key, base_url=self.config.base_url,
-                                                    max_retries=self.config.max_retries, timeout=self.config.timeout)  # fmt: skip
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.config.api_key,
+                base_url=self.config.base_url,
+                max_retries=self.config.max_retries,
+                timeout=self.config.timeout,
+            )
         return self._client
 
     def _affordable(self, content: str, keep: tuple[int, int] = (0, 0)) -> bool:
@@ -298,15 +434,21 @@ class ClaudeReasoner:
         still left after it."""
         used = self._usage.input_tokens + self._usage.output_tokens + self._usage.cached_tokens
         calls, tokens = keep
-        return (self._usage.calls + 1 + calls <= self.config.max_calls
-                and used + _estimate(len(content), self.config) + tokens <= self.config.max_tokens)  # fmt: skip
+        return (
+            self._usage.calls + 1 + calls <= self.config.max_calls
+            and used + _estimate(len(content), self.config) + tokens <= self.config.max_tokens
+        )
 
     def _count(self, usage: Any, phase: str) -> None:
         cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
         cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
         u = self._usage
-        self._usage = Usage(u.calls + 1, u.input_tokens + int(usage.input_tokens) + cache_write,
-                            u.output_tokens + int(usage.output_tokens), u.cached_tokens + cache_read)  # fmt: skip
+        self._usage = Usage(
+            u.calls + 1,
+            u.input_tokens + int(usage.input_tokens) + cache_write,
+            u.output_tokens + int(usage.output_tokens),
+            u.cached_tokens + cache_read,
+        )
         spent = self._phases.setdefault(phase, [0, 0])
         spent[0] += 1
         spent[1] += int(usage.input_tokens) + cache_write + cache_read + int(usage.output_tokens)
@@ -330,8 +472,14 @@ def _decision_reserve(config: ClaudeConfig) -> tuple[int, int]:
 
 def _evidence_shape() -> dict[str, Any]:
     """An evidence item as the model sees it, with its longest values but an empty detail."""
-    return {"id": "ev-99999", "entity": "x" * 60, "modality": "metrics", "score": 10000.0,
-            "onset": 1_700_000_000.0, "detail": ""}  # fmt: skip
+    return {
+        "id": "ev-99999",
+        "entity": "x" * 60,
+        "modality": "metrics",
+        "score": 10000.0,
+        "onset": 1_700_000_000.0,
+        "detail": "",
+    }
 
 
 def _reason(exc: Exception) -> str:
@@ -345,11 +493,14 @@ def _state(state: DiagnosticState) -> dict[str, Any]:
     """What the model sees of a state: compact, clipped, redacted by _data_block."""
     strongest = sorted(state.evidence, key=lambda ev: -ev.score)[:MAX_EVIDENCE]
     return {
-        "agent": state.agent.value, "symptom": state.symptom, "window": state.window.to_iso(),
-        "handoff_summary": state.handoff, "scope": sorted(state.scope)[:30],
+        "agent": state.agent.value,
+        "symptom": state.symptom,
+        "window": state.window.to_iso(),
+        "handoff_summary": state.handoff,
+        "scope": sorted(state.scope)[:30],
         "hypotheses": [_hypothesis(h) for h in state.hypotheses[:8]],
         "evidence": [_evidence(ev) for ev in strongest],
-    }  # fmt: skip
+    }
 
 
 def _hypothesis(h: Any) -> dict[str, Any]:
@@ -357,8 +508,14 @@ def _hypothesis(h: Any) -> dict[str, Any]:
 
 
 def _evidence(ev: Any) -> dict[str, Any]:
-    return {"id": ev.id, "entity": ev.entity, "modality": ev.modality.value, "score": round(ev.score, 1),
-            "onset": ev.onset, "detail": ev.detail[:DETAIL_CHARS]}  # fmt: skip
+    return {
+        "id": ev.id,
+        "entity": ev.entity,
+        "modality": ev.modality.value,
+        "score": round(ev.score, 1),
+        "onset": ev.onset,
+        "detail": ev.detail[:DETAIL_CHARS],
+    }
 
 
 def _data_block(data: dict[str, Any]) -> str:

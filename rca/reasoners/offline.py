@@ -23,7 +23,12 @@ from rca.search.state import DiagnosticState, Reflection, Step
 from rca.topology import neighbours
 
 _SCAN_TARGET = {AgentKind.METRIC: "metrics", AgentKind.LOG: "logs", AgentKind.TRACE: "traces"}
-_LOCALISED = {EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_EDGE_LATENCY, EvidenceKind.LOG_ERROR_SHIFT, EvidenceKind.LOG_PATH_CUT}
+_LOCALISED = {
+    EvidenceKind.TRACE_SELF_TIME,
+    EvidenceKind.TRACE_EDGE_LATENCY,
+    EvidenceKind.LOG_ERROR_SHIFT,
+    EvidenceKind.LOG_PATH_CUT,
+}
 
 
 class OfflineReasoner:

@@ -21,29 +21,54 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("timing", "The incident asked about is the one the symptom shows: an anomaly over before it, begun "
-                   "well after it alerted, or going on since before the data, belongs to another."),  # fmt: skip
-    Rule("unseen", "A part of a fault's footprint that only a missing modality could show is as likely absent "
-                   "as present: it counts at half the strength of the parts that were seen."),  # fmt: skip
-    Rule("background", "A signal that moved in most services at once is background: what points at a service "
-                       "is how far it stands above the others."),  # fmt: skip
+    Rule(
+        "timing",
+        "The incident asked about is the one the symptom shows: an anomaly over before it, begun "
+        "well after it alerted, or going on since before the data, belongs to another.",
+    ),
+    Rule(
+        "unseen",
+        "A part of a fault's footprint that only a missing modality could show is as likely absent "
+        "as present: it counts at half the strength of the parts that were seen.",
+    ),
+    Rule(
+        "background",
+        "A signal that moved in most services at once is background: what points at a service "
+        "is how far it stands above the others.",
+    ),
     Rule("footprint", "Memory that rose with the CPU, not before it, is the CPU fault's footprint."),
     Rule("kpi", "A KPI measured in front of the services is where an incident shows, not what caused it."),
     Rule("comovement", "A cause's metrics move with the symptom's."),
     Rule("reach", "A service the symptom does not call, even indirectly, cannot have caused it."),
-    Rule("endpoints", "An endpoint seen only from its callers' side that moves with a sibling callee is that "
-                      "sibling seen through a proxy."),  # fmt: skip
-    Rule("victims", "A service whose anomaly an anomalous callee can explain (one begun no later and still "
-                    "going) is that callee's victim."),  # fmt: skip
-    Rule("calls", "A callee's slowness reaches its caller only through their calls: where traces time those "
-                  "calls and they are not slowed on the callee's side while the caller's anomaly goes on, it "
-                  "does not explain the caller."),  # fmt: skip
-    Rule("named_callees", "Where a service's failed calls name their callee, only that callee, or what lies "
-                          "behind it, explains them."),  # fmt: skip
-    Rule("answers", "A callee whose anomaly began well after an anomalous caller's is answering the caller's "
-                    "changed calls."),  # fmt: skip
-    Rule("dominance", "A service whose own resources shifted an order of magnitude more than any other "
-                      "service's is the first suspect, whatever else the rules say."),  # fmt: skip
+    Rule(
+        "endpoints",
+        "An endpoint seen only from its callers' side that moves with a sibling callee is that "
+        "sibling seen through a proxy.",
+    ),
+    Rule(
+        "victims",
+        "A service whose anomaly an anomalous callee can explain (one begun no later and still "
+        "going) is that callee's victim.",
+    ),
+    Rule(
+        "calls",
+        "A callee's slowness reaches its caller only through their calls: where traces time those "
+        "calls and they are not slowed on the callee's side while the caller's anomaly goes on, it "
+        "does not explain the caller.",
+    ),
+    Rule(
+        "named_callees",
+        "Where a service's failed calls name their callee, only that callee, or what lies behind it, explains them.",
+    ),
+    Rule(
+        "answers",
+        "A callee whose anomaly began well after an anomalous caller's is answering the caller's changed calls.",
+    ),
+    Rule(
+        "dominance",
+        "A service whose own resources shifted an order of magnitude more than any other "
+        "service's is the first suspect, whatever else the rules say.",
+    ),
 )
 RULE_NAMES = tuple(r.name for r in RULES)
 

@@ -10,14 +10,22 @@ from rca.rules.causality import Causality
 from rca.topology import in_causal_order
 
 
-def earlier_caller(entity: str, values: dict[str, float], board: Board, when: Causality, *,
-                   ratio: float, hops: int) -> str | None:  # fmt: skip
+def earlier_caller(
+    entity: str, values: dict[str, float], board: Board, when: Causality, *, ratio: float, hops: int
+) -> str | None:
     """A caller that stands out about as much (at least `ratio` of the callee's value) and
     whose anomaly began in the window well before this callee's: the callee most likely
     answers its changed calls (retries, a new mix of requests) rather than causing them."""
     if entity not in when.began:
         return None
     ups = nx.single_source_shortest_path_length(board.graph.reverse(copy=False), entity, cutoff=hops)
-    earlier = [c for c in ups if c != entity and c in when.began and values.get(c, 0.0) >= values[entity] * ratio
-               and c not in when.under_way and not in_causal_order(when.began[entity], when.began[c])]  # fmt: skip
+    earlier = [
+        c
+        for c in ups
+        if c != entity
+        and c in when.began
+        and values.get(c, 0.0) >= values[entity] * ratio
+        and c not in when.under_way
+        and not in_causal_order(when.began[entity], when.began[c])
+    ]
     return max(earlier, key=lambda c: values[c]) if earlier else None

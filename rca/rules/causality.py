@@ -20,8 +20,12 @@ class Causality:
     slowed: dict[str, bool] = field(default_factory=dict)  # per call "a->b" seen slowed: whether it still is
 
     @classmethod
-    def of(cls, everything: Sequence[Evidence], cited: dict[str, set[EvidenceId]],
-           current: frozenset[EvidenceId] | None = None) -> Causality:  # fmt: skip
+    def of(
+        cls,
+        everything: Sequence[Evidence],
+        cited: dict[str, set[EvidenceId]],
+        current: frozenset[EvidenceId] | None = None,
+    ) -> Causality:
         """From all the evidence when each anomaly ran; from this incident's (`current`, all
         when None) when each suspect's began and what its failed calls name."""
         active: dict[str, list[tuple[float, float | None]]] = defaultdict(list)
@@ -51,5 +55,7 @@ class Causality:
         intervals = self.active.get(entity, [])
         if not intervals or when is None:
             return True
-        return any(in_causal_order(onset, when) and (until is None or until >= when - ONSET_TOLERANCE)
-                   for onset, until in intervals)  # fmt: skip
+        return any(
+            in_causal_order(onset, when) and (until is None or until >= when - ONSET_TOLERANCE)
+            for onset, until in intervals
+        )

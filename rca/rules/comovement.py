@@ -11,8 +11,11 @@ def weigh_comovement(values: dict[str, float], board: Board, *, floor: float) ->
     anomaly in this incident, where both were measured: one whose series ignore it keeps
     `floor`. A symptom without an anomaly of this incident weighs nothing."""
     profiled = [e for e in board.evidence if e.profile]
-    anchor = max((e for e in profiled if e.entity == board.symptom and e.id in board.current),
-                 key=lambda e: e.score, default=None)  # fmt: skip
+    anchor = max(
+        (e for e in profiled if e.entity == board.symptom and e.id in board.current),
+        key=lambda e: e.score,
+        default=None,
+    )
     if anchor is None:
         return values
     step = profile_step(profiled)
@@ -20,8 +23,9 @@ def weigh_comovement(values: dict[str, float], board: Board, *, floor: float) ->
     for entity in values:
         if entity == board.symptom:
             continue
-        corrs = [c for e in profiled if e.entity == entity
-                 if (c := comovement(e.profile, anchor.profile, step)) is not None]  # fmt: skip
+        corrs = [
+            c for e in profiled if e.entity == entity if (c := comovement(e.profile, anchor.profile, step)) is not None
+        ]
         if corrs:
             out[entity] *= floor + (1.0 - floor) * max(corrs)
     return out

@@ -25,8 +25,12 @@ def own_shift(board: Board) -> dict[str, float]:
     """Per service, the largest deviation of its own resources in this incident."""
     out: dict[str, float] = {}
     for ev in board.evidence:
-        if (ev.kind is not EvidenceKind.METRIC_SHIFT or ev.signal not in _OWN or is_host_metric(ev.subject)
-                or (ev.id not in board.current and ev.id not in board.undatable)):  # fmt: skip
+        if (
+            ev.kind is not EvidenceKind.METRIC_SHIFT
+            or ev.signal not in _OWN
+            or is_host_metric(ev.subject)
+            or (ev.id not in board.current and ev.id not in board.undatable)
+        ):
             continue
         if ev.signal in (Signal.CPU, Signal.MEMORY, Signal.DISK) and ev.direction != bad_direction(ev.subject):
             continue  # less CPU or memory used is no resource fault
@@ -50,5 +54,8 @@ def lift_dominant(values: dict[str, tuple[float, str]], board: Board, *, factor:
     if value >= best:
         return values
     out = dict(values)
-    out[top] = (min(1.0, best + 1e-3), f"its own resources shifted {z / max(second, ONSET_Z):.0f}x more than any other service's")
+    out[top] = (
+        min(1.0, best + 1e-3),
+        f"its own resources shifted {z / max(second, ONSET_Z):.0f}x more than any other service's",
+    )
     return out

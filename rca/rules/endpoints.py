@@ -16,8 +16,9 @@ from rca.topology import siblings
 _OUTSIDE_SIGNALS = (Signal.LATENCY, Signal.ERRORS, Signal.TRAFFIC)  # what a caller can measure of a callee
 
 
-def discount_endpoints(values: dict[str, float], board: Board, *, comove: float, sibling_ratio: float,
-                       keep: float) -> dict[str, float]:  # fmt: skip
+def discount_endpoints(
+    values: dict[str, float], board: Board, *, comove: float, sibling_ratio: float, keep: float
+) -> dict[str, float]:
     """An endpoint seen only from outside (it calls nothing; its evidence is latency, errors
     and traffic as its callers measure them, no resources, logs or spans of its own) whose
     anomaly moves with a sibling's (another callee of the same caller, one that does call on,
@@ -39,8 +40,11 @@ def discount_endpoints(values: dict[str, float], board: Board, *, comove: float,
             continue
         mine = max(profiled[leaf], key=lambda e: e.score)
         for s in siblings(graph, leaf):
-            if (graph.out_degree(s) == 0 or board.faults.get(s) != board.faults.get(leaf)
-                    or values.get(s, 0.0) < sibling_ratio * value):  # fmt: skip
+            if (
+                graph.out_degree(s) == 0
+                or board.faults.get(s) != board.faults.get(leaf)
+                or values.get(s, 0.0) < sibling_ratio * value
+            ):
                 continue
             if nx.has_path(graph, s, leaf):  # a service that calls the endpoint is not behind it
                 continue

@@ -6,8 +6,9 @@ from rca.evidence import EvidenceId
 from rca.topology import ONSET_TOLERANCE
 
 
-def fold_memory_into_cpu(parts: dict[str, float], cites: dict[str, list[EvidenceId]],
-                         cpu_began: float | None, mem_began: float | None) -> None:  # fmt: skip
+def fold_memory_into_cpu(
+    parts: dict[str, float], cites: dict[str, list[EvidenceId]], cpu_began: float | None, mem_began: float | None
+) -> None:
     """A process that burns CPU allocates as it goes; a leak shows in memory first, and the
     CPU of its collector follows. Memory whose rise has no onset while the CPU's has one was
     under way or creeping before: not folded."""

@@ -34,8 +34,9 @@ def reference(evidence: Sequence[Evidence], symptom: str, alert_time: float | No
     known (the window's close)."""
     if alert_time is not None:
         return Reference(alert_time, alert_time)
-    going = [ev for ev in evidence if ev.entity == symptom and ev.until is None and ev.onset is not None
-             and not ev.under_way]  # fmt: skip
+    going = [
+        ev for ev in evidence if ev.entity == symptom and ev.until is None and ev.onset is not None and not ev.under_way
+    ]
     if going:
         return Reference(min(ev.onset for ev in going if ev.onset is not None), None)
     return Reference(None, None)

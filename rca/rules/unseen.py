@@ -12,9 +12,14 @@ from rca.model import Modality
 UNSEEN_SHARE = 0.5
 
 _MODALITY_OF_PART: dict[str, Modality] = {
-    "exc": Modality.LOGS, "logerr": Modality.LOGS, "logdrop": Modality.LOGS, "lognew": Modality.LOGS,
-    "gap": Modality.TRACES, "gap_out": Modality.TRACES, "own": Modality.TRACES,
-}  # fmt: skip
+    "exc": Modality.LOGS,
+    "logerr": Modality.LOGS,
+    "logdrop": Modality.LOGS,
+    "lognew": Modality.LOGS,
+    "gap": Modality.TRACES,
+    "gap_out": Modality.TRACES,
+    "own": Modality.TRACES,
+}
 
 
 def modality_of(part: str) -> Modality:

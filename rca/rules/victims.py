@@ -28,8 +28,9 @@ class VictimTerms:
     calls: bool = True
 
 
-def explaining_callee(entity: str, values: dict[str, float], board: Board, when: Causality,
-                      terms: VictimTerms) -> str | None:  # fmt: skip
+def explaining_callee(
+    entity: str, values: dict[str, float], board: Board, when: Causality, terms: VictimTerms
+) -> str | None:
     """The most valuable anomalous callee that can explain the service, if any: one whose
     anomaly began no later than the service's and had not ended then; where the service's
     failed calls name callees, one of those or behind them; and, unless it fails, one whose
@@ -44,11 +45,17 @@ def explaining_callee(entity: str, values: dict[str, float], board: Board, when:
 
     reach = set(nx.single_source_shortest_path_length(graph, entity, cutoff=terms.hops))
     if terms.named_callees and (named := when.failed_on.get(entity)):
-        reach &= {d for c in named if c in graph
-                  for d in nx.single_source_shortest_path_length(graph, c, cutoff=terms.hops)}  # fmt: skip
-    culprits = [d for d in reach if d != entity and values.get(d, 0.0) >= value * ratio(d)
-                and when.was_active(d, when.began.get(entity))
-                and (not terms.calls or faults.get(d) in ERRING or slowness_passes(entity, d, board, when))]  # fmt: skip
+        reach &= {
+            d for c in named if c in graph for d in nx.single_source_shortest_path_length(graph, c, cutoff=terms.hops)
+        }
+    culprits = [
+        d
+        for d in reach
+        if d != entity
+        and values.get(d, 0.0) >= value * ratio(d)
+        and when.was_active(d, when.began.get(entity))
+        and (not terms.calls or faults.get(d) in ERRING or slowness_passes(entity, d, board, when))
+    ]
     return max(culprits, key=lambda d: values[d]) if culprits else None
 
 

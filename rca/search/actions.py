@@ -28,7 +28,11 @@ AGENT_TOOLS: dict[AgentKind, tuple[Tool, ...]] = {
 }
 
 # the tool that reads one entity's telemetry of an agent's modality
-MAIN_TOOL: dict[AgentKind, Tool] = {AgentKind.METRIC: Tool.METRICS, AgentKind.LOG: Tool.LOGS, AgentKind.TRACE: Tool.SPANS}
+MAIN_TOOL: dict[AgentKind, Tool] = {
+    AgentKind.METRIC: Tool.METRICS,
+    AgentKind.LOG: Tool.LOGS,
+    AgentKind.TRACE: Tool.SPANS,
+}
 
 AGENT_OF_TOOL: dict[Tool, AgentKind] = {
     Tool.METRICS: AgentKind.METRIC,

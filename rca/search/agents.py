@@ -53,11 +53,18 @@ class Shared:
         cached = self.hypotheses_cache.get(ids)
         if cached is None:
             evidence = [self.registry[i] for i in sorted(ids, key=_id_order)]
-            cached = tuple(score_hypotheses(
-                evidence, graph=self.graph, window=self.window, symptom=self.symptom,
-                modalities=self.toolbox.modalities(), edge_share=self.toolbox.edge_share,
-                config=self.config.scoring, alert_time=self.toolbox.incident.alert_time,
-            ))  # fmt: skip
+            cached = tuple(
+                score_hypotheses(
+                    evidence,
+                    graph=self.graph,
+                    window=self.window,
+                    symptom=self.symptom,
+                    modalities=self.toolbox.modalities(),
+                    edge_share=self.toolbox.edge_share,
+                    config=self.config.scoring,
+                    alert_time=self.toolbox.incident.alert_time,
+                )
+            )
             self.hypotheses_cache[ids] = cached
             self.seen_hypotheses.update((h.service, h.fault_type.value) for h in cached[:5])
         return cached
@@ -80,7 +87,9 @@ class AgentSearch:
         self.last: Reflection | None = None
         self.scanned: tuple[str, ...] = ()
 
-    def receive(self, evidence: frozenset[EvidenceId], scope: frozenset[str], leads: tuple[str, ...], summary: str) -> None:
+    def receive(
+        self, evidence: frozenset[EvidenceId], scope: frozenset[str], leads: tuple[str, ...], summary: str
+    ) -> None:
         """Summary augmentation: q = q_original ⊕ s, on the root and so on every state."""
         self.root.evidence = self.root.evidence | evidence
         self.root.scope = self.root.scope | scope
@@ -94,12 +103,19 @@ class AgentSearch:
         # what a scan ranked is context for every branch, not only the one that scanned
         leads = tuple(dict.fromkeys(self.scanned + tuple(lead for n in path for lead in n.leads)))
         return DiagnosticState(
-            agent=self.kind, symptom=self.shared.symptom, window=self.shared.window,
-            graph=self.shared.graph, scope=scope,
+            agent=self.kind,
+            symptom=self.shared.symptom,
+            window=self.shared.window,
+            graph=self.shared.graph,
+            scope=scope,
             evidence=tuple(self.shared.registry[i] for i in sorted(evidence_ids, key=_id_order)),
-            hypotheses=self.shared.hypotheses(evidence_ids), tried=frozenset(node.actions_taken()) | self.shared.futile,
-            leads=leads, tools=self.shared.tools, handoff=self.handoff_summary, scanned=self.scanned,
-        )  # fmt: skip
+            hypotheses=self.shared.hypotheses(evidence_ids),
+            tried=frozenset(node.actions_taken()) | self.shared.futile,
+            leads=leads,
+            tools=self.shared.tools,
+            handoff=self.handoff_summary,
+            scanned=self.scanned,
+        )
 
     def best_state(self) -> DiagnosticState:
         """The state of the most valuable visited node."""
@@ -147,9 +163,12 @@ class AgentSearch:
         self.last = best[0].reflection
         after = best[1].after
         yield HypothesesRanked(
-            self.kind, tuple((h.service, h.fault_type.value, h.value) for h in after.hypotheses[:5]),
-            best[0].reward, self.last.r if self.last else 0.0, self.last.c_comp if self.last else 0.0,
-        )  # fmt: skip
+            self.kind,
+            tuple((h.service, h.fault_type.value, h.value) for h in after.hypotheses[:5]),
+            best[0].reward,
+            self.last.r if self.last else 0.0,
+            self.last.c_comp if self.last else 0.0,
+        )
 
     async def _reflect(self, state: DiagnosticState, steps: list[Step]) -> list[Reflection]:
         if not self.shared.config.reflection:
@@ -166,7 +185,9 @@ class AgentSearch:
             self.scanned = tuple(dict.fromkeys(self.scanned + result.leads))
         elif action.tool is Tool.NEIGHBOURS:
             hood = neighbours(self.shared.graph, action.target)
-            result = ToolResult("neighbours", action.target, f"graph neighbours of {action.target}", (), "ok", tuple(sorted(hood)))
+            result = ToolResult(
+                "neighbours", action.target, f"graph neighbours of {action.target}", (), "ok", tuple(sorted(hood))
+            )
         else:
             result = ToolResult("onsets", "scope", "order anomalous entities by onset", (), "ok", _by_onset(state))
         self.shared.done.add(action.signature)
@@ -198,8 +219,13 @@ class AgentSearch:
         else:
             leads = result.leads
         return Node(
-            next(self.shared.node_ids), action, node, frozenset(ev.id for ev in result.evidence),
-            frozenset(scope), leads, depth=node.depth + 1,
+            next(self.shared.node_ids),
+            action,
+            node,
+            frozenset(ev.id for ev in result.evidence),
+            frozenset(scope),
+            leads,
+            depth=node.depth + 1,
         )
 
 

@@ -76,8 +76,10 @@ class Waiting:
 
 Event = IterationStarted | ActionTaken | EvidenceFound | HypothesesRanked | Handoff | Finished | Restarted | Waiting
 
-_KINDS: dict[str, type] = {c.__name__: c for c in (IterationStarted, ActionTaken, EvidenceFound, HypothesesRanked,
-                                                   Handoff, Finished, Restarted, Waiting)}  # fmt: skip
+_KINDS: dict[str, type] = {
+    c.__name__: c
+    for c in (IterationStarted, ActionTaken, EvidenceFound, HypothesesRanked, Handoff, Finished, Restarted, Waiting)
+}
 
 
 def event_to_json(event: Event) -> dict[str, object]:

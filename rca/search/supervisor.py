@@ -52,8 +52,19 @@ async def run_search(
     graph = await toolbox.topology()
     kinds = available_agents(incident, order)
     tools = tuple(dict.fromkeys(t for k in kinds for t in AGENT_TOOLS[k]))
-    shared = Shared(toolbox, reasoner, config, graph, incident.symptom, incident.window,
-                    tools or (Tool.SCAN,), {}, itertools.count(1), {}, set())  # fmt: skip
+    shared = Shared(
+        toolbox,
+        reasoner,
+        config,
+        graph,
+        incident.symptom,
+        incident.window,
+        tools or (Tool.SCAN,),
+        {},
+        itertools.count(1),
+        {},
+        set(),
+    )
     agents = [AgentSearch(k, shared) for k in kinds]
     done = False
 
@@ -80,8 +91,10 @@ async def run_search(
                     done, reason = True, "hypothesis confirmed"
                     break
                 last = agent.last
-                if last is not None and agent.iterations >= config.min_iterations_before_handoff and (
-                    last.r < config.handoff_r or last.c_comp < config.handoff_c_comp
+                if (
+                    last is not None
+                    and agent.iterations >= config.min_iterations_before_handoff
+                    and (last.r < config.handoff_r or last.c_comp < config.handoff_c_comp)
                 ):
                     reason = f"insufficient progress (r {last.r:.2f}, c_comp {last.c_comp:.2f})"
                     break
@@ -109,8 +122,9 @@ async def run_search(
 CHECK_ROUNDS = 3  # a check that keeps bringing new suspects forward stops after this many
 
 
-async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: Incident, top: int,
-                          out_of_time: Callable[[], bool]) -> AsyncIterator[Event]:  # fmt: skip
+async def _check_suspects(
+    agents: list[AgentSearch], shared: Shared, incident: Incident, top: int, out_of_time: Callable[[], bool]
+) -> AsyncIterator[Event]:
     """The closing check: each leading suspect and its callers and callees (and an endpoint's
     siblings) read with every agent's tool, where no branch has yet, the symptom itself,
     whose series the suspects' are weighed against, and the first leads of every scan the
@@ -127,8 +141,9 @@ async def _check_suspects(agents: list[AgentSearch], shared: Shared, incident: I
         if round_ == 0:
             first = [incident.symptom] if incident.symptom else []
             first += [lead for a in agents for lead in a.scanned[:SCAN_LEADS]]
-        targets = dict.fromkeys(first + [t for s in suspects if s not in checked
-                                         for t in (s, *sorted(_checked_around(shared.graph, s)))])  # fmt: skip
+        targets = dict.fromkeys(
+            first + [t for s in suspects if s not in checked for t in (s, *sorted(_checked_around(shared.graph, s)))]
+        )
         checked.update(suspects)
         for agent in agents:
             for target in targets:
@@ -156,32 +171,54 @@ def _merge(agents: list[AgentSearch], shared: Shared, incident: Incident) -> Dia
         scope |= a.best_state().scope
     kind = agents[0].kind if agents else AgentKind.METRIC
     return DiagnosticState(
-        agent=kind, symptom=incident.symptom, window=incident.window, graph=shared.graph,
-        scope=scope, evidence=tuple(shared.registry[i] for i in sorted(ids, key=lambda x: int(x[3:]))),
-        hypotheses=shared.hypotheses(ids), tried=frozenset(), leads=(), tools=shared.tools,
-    )  # fmt: skip
+        agent=kind,
+        symptom=incident.symptom,
+        window=incident.window,
+        graph=shared.graph,
+        scope=scope,
+        evidence=tuple(shared.registry[i] for i in sorted(ids, key=lambda x: int(x[3:]))),
+        hypotheses=shared.hypotheses(ids),
+        tried=frozenset(),
+        leads=(),
+        tools=shared.tools,
+    )
 
 
-def _trace(incident: Incident, state: DiagnosticState, toolbox: Toolbox, engine: str,
-           agents: list[AgentSearch], shared: Shared, started: float) -> Trace:  # fmt: skip
+def _trace(
+    incident: Incident,
+    state: DiagnosticState,
+    toolbox: Toolbox,
+    engine: str,
+    agents: list[AgentSearch],
+    shared: Shared,
+    started: float,
+) -> Trace:
     entities = {ev.entity for ev in state.evidence} | set(state.scope)
     usage = shared.reasoner.usage()
     ep = EvidencePackage(
-        window=incident.window, modalities=toolbox.available(),
-        scope=tuple(sorted(state.scope)), evidence=state.evidence,
+        window=incident.window,
+        modalities=toolbox.available(),
+        scope=tuple(sorted(state.scope)),
+        evidence=state.evidence,
         missing=tuple(dict.fromkeys(toolbox.missing)) + usage.notes,
-        edge_shares=_edge_shares(toolbox, entities), alert_time=incident.alert_time,
-    )  # fmt: skip
+        edge_shares=_edge_shares(toolbox, entities),
+        alert_time=incident.alert_time,
+    )
     hyps = state.hypotheses
     chains = analysis_structure(ep, hyps, graph=shared.graph, symptom=incident.symptom)
     decision = decision_report(ep, hyps, chains, graph=shared.graph, symptom=incident.symptom)
     cost = Cost(
-        seconds=time.perf_counter() - started, iterations=sum(a.iterations for a in agents),
-        hypotheses=len(shared.seen_hypotheses), evidence_items=len(shared.registry),
-        llm_calls=usage.calls, llm_input_tokens=usage.input_tokens,
-        llm_output_tokens=usage.output_tokens, llm_cached_tokens=usage.cached_tokens, reads=toolbox.reads,
+        seconds=time.perf_counter() - started,
+        iterations=sum(a.iterations for a in agents),
+        hypotheses=len(shared.seen_hypotheses),
+        evidence_items=len(shared.registry),
+        llm_calls=usage.calls,
+        llm_input_tokens=usage.input_tokens,
+        llm_output_tokens=usage.output_tokens,
+        llm_cached_tokens=usage.cached_tokens,
+        reads=toolbox.reads,
         llm_phases=usage.phases,
-    )  # fmt: skip
+    )
     return Trace(incident.id, incident.symptom, engine, ep, hyps, chains, decision, cost)
 
 

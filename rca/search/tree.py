@@ -101,4 +101,3 @@ def best_node(root: Node) -> Node:
             best = n
         stack.extend(n.children)
     return best
-

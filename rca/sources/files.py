@@ -21,7 +21,6 @@ def is_csv(path: Path) -> bool:
     return path.name.endswith(_CSV_SUFFIXES)
 
 
-
 def csv_files(folder: Path) -> list[Path]:
     """CSV files (plain or gzip) directly in a folder, sorted by name."""
     if not folder.is_dir():
@@ -46,9 +45,12 @@ def read_csv(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", pd.errors.ParserWarning)
             frame = pd.read_csv(
-                path, header=header, dtype=dtype, compression="infer",
+                path,
+                header=header,
+                dtype=dtype,
+                compression="infer",
                 on_bad_lines="warn" if skip_bad_lines else "error",
-            )  # fmt: skip
+            )
         skipped = sum(str(w.message).count("Skipping line") for w in caught)
         if skipped:
             log.warning("%s: skipped %d malformed line(s)", path, skipped)

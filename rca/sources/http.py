@@ -15,8 +15,15 @@ def session(timeout: float) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
 
 
-async def get_json(client: aiohttp.ClientSession, url: str, params: dict[str, str], *, who: str, what: str,
-                   ok: Callable[[int, Any], str | None]) -> Any:  # fmt: skip
+async def get_json(
+    client: aiohttp.ClientSession,
+    url: str,
+    params: dict[str, str],
+    *,
+    who: str,
+    what: str,
+    ok: Callable[[int, Any], str | None],
+) -> Any:
     """GET url and its JSON body; `ok(status, body)` names what is wrong with an answer, or None."""
     try:
         async with client.get(url, params=params) as response:

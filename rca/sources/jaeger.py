@@ -42,8 +42,12 @@ class JaegerTraces:
         async with self._session() as session:
 
             async def one(service: str) -> list[dict[str, Any]]:
-                params = {"service": service, "start": str(int(query.window.start * 1e6)),
-                          "end": str(int(query.window.end * 1e6)), "limit": str(TRACES_PER_SERVICE)}  # fmt: skip
+                params = {
+                    "service": service,
+                    "start": str(int(query.window.start * 1e6)),
+                    "end": str(int(query.window.end * 1e6)),
+                    "limit": str(TRACES_PER_SERVICE),
+                }
                 async with limit:
                     return list(await self._get(session, "/api/traces", params) or [])
 
@@ -53,8 +57,10 @@ class JaegerTraces:
             for span in jaeger_spans(trace):
                 seen[(span.trace_id, span.span_id)] = span
         wanted = set(query.entities)
-        return sorted((s for s in seen.values() if query.window.contains(s.start) and (not wanted or s.entity in wanted)),
-                      key=lambda s: s.start)  # fmt: skip
+        return sorted(
+            (s for s in seen.values() if query.window.contains(s.start) and (not wanted or s.entity in wanted)),
+            key=lambda s: s.start,
+        )
 
     def _session(self) -> aiohttp.ClientSession:
         return http.session(self.timeout)
@@ -78,9 +84,18 @@ def jaeger_spans(trace: dict[str, Any]) -> list[Span]:
         error = tags.get("error") in (True, "true") or str(tags.get("otel.status_code", "")).upper() == "ERROR"
         service = processes.get(s.get("processID"), {}).get("serviceName", "")
         start = float(s.get("startTime", 0)) / 1e6
-        out.append(Span(str(s.get("traceID", trace.get("traceID", ""))), str(s.get("spanID", "")), str(parent),
-                        str(service), str(s.get("operationName", "")), start, start + float(s.get("duration", 0)) / 1e6,
-                        SpanStatus.ERROR if error else SpanStatus.OK))  # fmt: skip
+        out.append(
+            Span(
+                str(s.get("traceID", trace.get("traceID", ""))),
+                str(s.get("spanID", "")),
+                str(parent),
+                str(service),
+                str(s.get("operationName", "")),
+                start,
+                start + float(s.get("duration", 0)) / 1e6,
+                SpanStatus.ERROR if error else SpanStatus.OK,
+            )
+        )
     return out
 
 
@@ -94,11 +109,24 @@ def otlp_spans(doc: dict[str, Any]) -> list[Span]:
         for ss in rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", [])):
             for s in ss.get("spans", []):
                 code = s.get("status", {}).get("code", 0)
-                status = SpanStatus.ERROR if code in (2, "STATUS_CODE_ERROR") else (
-                    SpanStatus.OK if code in (1, "STATUS_CODE_OK") else SpanStatus.UNSET)  # fmt: skip
-                out.append(Span(str(s.get("traceId", "")), str(s.get("spanId", "")), str(s.get("parentSpanId", "")),
-                                service, str(s.get("name", "")), int(s.get("startTimeUnixNano", 0)) / 1e9,
-                                int(s.get("endTimeUnixNano", 0)) / 1e9, status, instance))  # fmt: skip
+                status = (
+                    SpanStatus.ERROR
+                    if code in (2, "STATUS_CODE_ERROR")
+                    else (SpanStatus.OK if code in (1, "STATUS_CODE_OK") else SpanStatus.UNSET)
+                )
+                out.append(
+                    Span(
+                        str(s.get("traceId", "")),
+                        str(s.get("spanId", "")),
+                        str(s.get("parentSpanId", "")),
+                        service,
+                        str(s.get("name", "")),
+                        int(s.get("startTimeUnixNano", 0)) / 1e9,
+                        int(s.get("endTimeUnixNano", 0)) / 1e9,
+                        status,
+                        instance,
+                    )
+                )
     return out
 
 
@@ -183,4 +211,3 @@ def topology_file(path: Path) -> nx.DiGraph:
         for callee in callees or []:
             graph.add_edge(str(caller), str(callee), calls=1)
     return graph
-

@@ -62,11 +62,16 @@ class LokiLogs:
         params = {"start": str(int((window.start + 60) * 1e9)), "end": str(int(window.end * 1e9)), "step": "60"}
         async with http.session(self.timeout) as client:
             (lines, minutes), (errors, _) = [
-                self._counts(await self._get(client, "/loki/api/v1/query_range",
-                                             {**params, "query": f"sum by ({self.label}) (count_over_time({sel}[1m]))"},
-                                             what=f"line counts of {sel}"))
+                self._counts(
+                    await self._get(
+                        client,
+                        "/loki/api/v1/query_range",
+                        {**params, "query": f"sum by ({self.label}) (count_over_time({sel}[1m]))"},
+                        what=f"line counts of {sel}",
+                    )
+                )
                 for sel in (every, failing)
-            ]  # fmt: skip
+            ]
         return LineCounts(lines, errors, float(max(1, len(minutes))))
 
     def _counts(self, data: Any) -> tuple[dict[str, int], set[float]]:
@@ -90,8 +95,13 @@ class LokiLogs:
         out: list[LogRecord] = []
         async with http.session(self.timeout) as client:
             while start_ns < end_ns and len(out) < MAX_LINES:
-                params = {"query": logql, "start": str(start_ns), "end": str(end_ns), "limit": str(PAGE),
-                          "direction": "forward"}  # fmt: skip
+                params = {
+                    "query": logql,
+                    "start": str(start_ns),
+                    "end": str(end_ns),
+                    "limit": str(PAGE),
+                    "direction": "forward",
+                }
                 data = await self._get(client, "/loki/api/v1/query_range", params, what=logql)
                 page, last_ns, lines = self._parse(data)
                 out.extend(page)
@@ -114,13 +124,17 @@ class LokiLogs:
             stamps = [int(ts) for ts, _ in values]
             last = max([last, *stamps])
             # one pipeline over the stream, so stack traces join; Loki's stamps date undated lines
-            result = normalise([str(line) for _, line in values], service=service,
-                               instance=str(labels.get("pod", labels.get("instance", ""))),
-                               times=[t / 1e9 for t in stamps])  # fmt: skip
+            result = normalise(
+                [str(line) for _, line in values],
+                service=service,
+                instance=str(labels.get("pod", labels.get("instance", ""))),
+                times=[t / 1e9 for t in stamps],
+            )
             records.extend(result.records)
         return records, last, count
 
     async def _get(self, client: aiohttp.ClientSession, path: str, params: dict[str, str], *, what: str) -> Any:
-        body = await http.get_json(client, self.url + path, params, who=f"loki at {self.url}", what=what,
-                                   ok=http.status_success)  # fmt: skip
+        body = await http.get_json(
+            client, self.url + path, params, who=f"loki at {self.url}", what=what, ok=http.status_success
+        )
         return body.get("data")

@@ -71,7 +71,9 @@ def _read_faults(day: Path, name: str = "", broken: list[BrokenCase] | None = No
             continue
         for i, e in enumerate(e for entries in data.values() for e in (entries if isinstance(entries, list) else [])):
             try:
-                faults.append(_Fault(parse_timestamp(str(e["inject_time"])), str(e["inject_pod"]), str(e["inject_type"])))
+                faults.append(
+                    _Fault(parse_timestamp(str(e["inject_time"])), str(e["inject_pod"]), str(e["inject_type"]))
+                )
             except (KeyError, TypeError, InputError) as exc:
                 error = MalformedFile(path, f"bad fault entry {e!r}: {exc}")
                 if broken is None:
@@ -108,9 +110,7 @@ def load_nezha(root: Path, *, dataset: str | None = None, broken: list[BrokenCas
     return cases
 
 
-def _day_cases(
-    name: str, folder: Folder, normal: Folder | None, faults: list[_Fault]
-) -> list[IncidentCase]:
+def _day_cases(name: str, folder: Folder, normal: Folder | None, faults: list[_Fault]) -> list[IncidentCase]:
     kpi = folder.kpi_entities() if folder.has("metric") else ()
     out = []
     for fault in faults:
@@ -122,8 +122,16 @@ def _day_cases(
     return out
 
 
-def day_incident(name: str, folder: Folder, normal: Folder | None, case_id: CaseId, window: Window, *,
-                 kpi: tuple[str, ...] = (), symptom: str = "") -> Incident:  # fmt: skip
+def day_incident(
+    name: str,
+    folder: Folder,
+    normal: Folder | None,
+    case_id: CaseId,
+    window: Window,
+    *,
+    kpi: tuple[str, ...] = (),
+    symptom: str = "",
+) -> Incident:
     """The incident of one window of a day folder (unlabelled: the label is the caller's)."""
     has_metrics, has_logs, has_traces = folder.has("metric"), folder.has("log"), folder.has("trace")
     topo_parts: list[tuple[Folder, Window | None]] = []
@@ -154,13 +162,20 @@ def day_incident(name: str, folder: Folder, normal: Folder | None, case_id: Case
         )
     if has_traces or free_traces:
         normals[Modality.TRACES] = Normal(
-            lookback, Sources(traces=sources.traces), Sources(traces=FolderTraces(free_traces, whole=True)) if free_traces else None
+            lookback,
+            Sources(traces=sources.traces),
+            Sources(traces=FolderTraces(free_traces, whole=True)) if free_traces else None,
         )
     symptom = symptom or (kpi[0] if kpi else _entry_service(folder, normal, window))
     return Incident(
-        id=case_id, dataset=name, symptom=symptom, window=window, sources=sources,
-        normal=normals, notes=tuple(_notes(sources, folder, normal)),
-    )  # fmt: skip
+        id=case_id,
+        dataset=name,
+        symptom=symptom,
+        window=window,
+        sources=sources,
+        normal=normals,
+        notes=tuple(_notes(sources, folder, normal)),
+    )
 
 
 def recording(root: Path, *, case_id: str, symptom: str, window: Window) -> Incident:

@@ -34,10 +34,16 @@ _JAVA_LINE = re.compile(
     re.DOTALL,
 )
 _LEVELS = {
-    "TRACE": Severity.DEBUG, "DEBUG": Severity.DEBUG, "INFO": Severity.INFO,
-    "WARN": Severity.WARNING, "WARNING": Severity.WARNING, "ERROR": Severity.ERROR,
-    "SEVERE": Severity.ERROR, "FATAL": Severity.CRITICAL, "CRITICAL": Severity.CRITICAL,
-}  # fmt: skip
+    "TRACE": Severity.DEBUG,
+    "DEBUG": Severity.DEBUG,
+    "INFO": Severity.INFO,
+    "WARN": Severity.WARNING,
+    "WARNING": Severity.WARNING,
+    "ERROR": Severity.ERROR,
+    "SEVERE": Severity.ERROR,
+    "FATAL": Severity.CRITICAL,
+    "CRITICAL": Severity.CRITICAL,
+}
 _METRIC_META_COLUMNS = {"Time", "TimeStamp", "PodName", "ServiceName"}
 # a per-call-edge latency file: `source_50.csv` holds each edge's median latency as its caller
 # timed it, `destination_50.csv` as its callee did; one column per edge, named `caller_callee`
@@ -97,10 +103,15 @@ def read_logs(path: Path) -> list[LogRecord]:
         severity, location, inner_tid, message = parse_log_line(raw)
         out.append(
             LogRecord(
-                time=float(t), entity=service_of_pod(pod), severity=severity, message=message,
-                trace_id=trace_id or inner_tid, instance=pod, location=location,
+                time=float(t),
+                entity=service_of_pod(pod),
+                severity=severity,
+                message=message,
+                trace_id=trace_id or inner_tid,
+                instance=pod,
+                location=location,
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -117,13 +128,16 @@ def read_spans(path: Path) -> SpanTable:
     status = frame["Status"].str.lower() if "Status" in frame.columns else pd.Series("", index=frame.index)
     error = status.isin(("error", "2")).to_numpy()
     return SpanTable(
-        trace_id=frame["TraceID"].to_numpy(dtype=object), span_id=frame["SpanID"].to_numpy(dtype=object),
-        parent_id=parents.to_numpy(dtype=object), entity=services.to_numpy(dtype=object),
+        trace_id=frame["TraceID"].to_numpy(dtype=object),
+        span_id=frame["SpanID"].to_numpy(dtype=object),
+        parent_id=parents.to_numpy(dtype=object),
+        entity=services.to_numpy(dtype=object),
         operation=frame["OperationName"].to_numpy(dtype=object),
         start=_nano_or_text(frame, "StartTimeUnixNano", "StartTime", path).astype(float),
         end=_nano_or_text(frame, "EndTimeUnixNano", "EndTime", path).astype(float),
-        status=np.where(error, SpanStatus.ERROR, SpanStatus.UNSET).astype(object), instance=pods.to_numpy(dtype=object),
-    )  # fmt: skip
+        status=np.where(error, SpanStatus.ERROR, SpanStatus.UNSET).astype(object),
+        instance=pods.to_numpy(dtype=object),
+    )
 
 
 _STRAY_SECONDS = 86_400.0  # a sample time a day or more from the rest of its file was misrecorded
@@ -194,13 +208,16 @@ def read_edge_latencies(path: Path, frame: pd.DataFrame, notes: list[str] | None
         values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
         out.append(Series(callee, metric, times[order], values[order], f"{caller}->{callee}"))
     if unnamed and notes is not None:
-        notes.append(f"metric file {path.name}: {len(unnamed)} column(s) that name no caller_callee edge left out "
-                     f"({', '.join(unnamed[:3])})")  # fmt: skip
+        notes.append(
+            f"metric file {path.name}: {len(unnamed)} column(s) that name no caller_callee edge left out "
+            f"({', '.join(unnamed[:3])})"
+        )
     return out
 
 
-def _stray_times_set_right(path: Path, frame: pd.DataFrame, times: np.ndarray,
-                           notes: list[str] | None) -> tuple[np.ndarray, pd.DataFrame]:  # fmt: skip
+def _stray_times_set_right(
+    path: Path, frame: pd.DataFrame, times: np.ndarray, notes: list[str] | None
+) -> tuple[np.ndarray, pd.DataFrame]:
     """The file's times with misrecorded ones set right from the Time column, or their rows
     left out; what was done is said in `notes`."""
     finite = np.isfinite(times)
@@ -227,8 +244,10 @@ def _stray_times_set_right(path: Path, frame: pd.DataFrame, times: np.ndarray,
     if stray.any():
         what.append(f"{int(stray.sum())} left out")
     if notes is not None:
-        notes.append(f"metric file {path.name}: {fixed + int(stray.sum())} sample time(s) a day or more from the "
-                     f"rest of the file ({', '.join(what)})")  # fmt: skip
+        notes.append(
+            f"metric file {path.name}: {fixed + int(stray.sum())} sample time(s) a day or more from the "
+            f"rest of the file ({', '.join(what)})"
+        )
     log.warning("%s: misrecorded sample times (%s)", path, ", ".join(what))
     keep = ~stray
     return times[keep], frame.loc[keep].reset_index(drop=True)

@@ -70,8 +70,14 @@ def _merge_spans(parts: Sequence[SpanTable]) -> SpanTable:
     if not again.any():
         return merged
     rows = np.flatnonzero(again)
-    key = pd.DataFrame({"trace": merged.trace_id[rows], "span": merged.span_id[rows], "entity": merged.entity[rows],
-                        "start": merged.start[rows]})  # fmt: skip
+    key = pd.DataFrame(
+        {
+            "trace": merged.trace_id[rows],
+            "span": merged.span_id[rows],
+            "entity": merged.entity[rows],
+            "start": merged.start[rows],
+        }
+    )
     keep = np.ones(len(merged), dtype=bool)
     keep[rows[key.duplicated().to_numpy()]] = False
     return merged.take(keep)
@@ -157,8 +163,9 @@ class Folder:
 
         return self._keep("calls", "trace", window, build)
 
-    def _records(self, kind: str, window: Window | None, reader: Callable[[Path], R],
-                 merge: Callable[[list[R]], R]) -> R:  # fmt: skip
+    def _records(
+        self, kind: str, window: Window | None, reader: Callable[[Path], R], merge: Callable[[list[R]], R]
+    ) -> R:
         """The records of a kind's minute files that touch the window, each once.
 
         The publisher's minute files overlap (one may hold the whole of the next), so a
@@ -248,9 +255,7 @@ class FolderTraces:
 class FolderTopology:
     """The call graph from the normal stretch's spans and the incident's own, plus KPI entities."""
 
-    def __init__(
-        self, parts: tuple[tuple[Folder, Window | None], ...], kpi_entities: tuple[str, ...]
-    ) -> None:
+    def __init__(self, parts: tuple[tuple[Folder, Window | None], ...], kpi_entities: tuple[str, ...]) -> None:
         self._parts = parts
         self._kpi = kpi_entities
         self._graph: nx.DiGraph | None = None

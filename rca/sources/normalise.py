@@ -23,26 +23,75 @@ from rca.model import LogRecord, Severity
 from rca.timestamps import parse_timestamp
 
 _WORDS: dict[str, Severity] = {
-    "trace": Severity.DEBUG, "debug": Severity.DEBUG, "dbg": Severity.DEBUG, "fine": Severity.DEBUG,
-    "finer": Severity.DEBUG, "finest": Severity.DEBUG, "config": Severity.DEBUG,
-    "info": Severity.INFO, "information": Severity.INFO, "informational": Severity.INFO, "notice": Severity.INFO,
-    "i": Severity.INFO, "d": Severity.DEBUG, "w": Severity.WARNING, "e": Severity.ERROR, "f": Severity.CRITICAL,
-    "warn": Severity.WARNING, "warning": Severity.WARNING,
-    "err": Severity.ERROR, "error": Severity.ERROR, "severe": Severity.ERROR, "exception": Severity.ERROR,
-    "crit": Severity.CRITICAL, "critical": Severity.CRITICAL, "fatal": Severity.CRITICAL, "alert": Severity.CRITICAL,
-    "emerg": Severity.CRITICAL, "emergency": Severity.CRITICAL, "panic": Severity.CRITICAL,
-}  # fmt: skip
-_SYSLOG_NUMBERS = (Severity.CRITICAL, Severity.CRITICAL, Severity.CRITICAL, Severity.ERROR, Severity.WARNING,
-                   Severity.INFO, Severity.INFO, Severity.DEBUG)  # 0 emerg .. 7 debug  # fmt: skip
+    "trace": Severity.DEBUG,
+    "debug": Severity.DEBUG,
+    "dbg": Severity.DEBUG,
+    "fine": Severity.DEBUG,
+    "finer": Severity.DEBUG,
+    "finest": Severity.DEBUG,
+    "config": Severity.DEBUG,
+    "info": Severity.INFO,
+    "information": Severity.INFO,
+    "informational": Severity.INFO,
+    "notice": Severity.INFO,
+    "i": Severity.INFO,
+    "d": Severity.DEBUG,
+    "w": Severity.WARNING,
+    "e": Severity.ERROR,
+    "f": Severity.CRITICAL,
+    "warn": Severity.WARNING,
+    "warning": Severity.WARNING,
+    "err": Severity.ERROR,
+    "error": Severity.ERROR,
+    "severe": Severity.ERROR,
+    "exception": Severity.ERROR,
+    "crit": Severity.CRITICAL,
+    "critical": Severity.CRITICAL,
+    "fatal": Severity.CRITICAL,
+    "alert": Severity.CRITICAL,
+    "emerg": Severity.CRITICAL,
+    "emergency": Severity.CRITICAL,
+    "panic": Severity.CRITICAL,
+}
+_SYSLOG_NUMBERS = (
+    Severity.CRITICAL,
+    Severity.CRITICAL,
+    Severity.CRITICAL,
+    Severity.ERROR,
+    Severity.WARNING,
+    Severity.INFO,
+    Severity.INFO,
+    Severity.DEBUG,
+)  # 0 emerg .. 7 debug
 
 _TIME_KEYS = ("timestamp", "time", "ts", "@timestamp", "date", "datetime", "asctime", "observedTimestamp", "t")
-_LEVEL_KEYS = ("level", "severity", "severity_text", "severityText", "loglevel", "log_level", "lvl", "priority",
-               "levelname", "severity_number", "severityNumber")  # fmt: skip
+_LEVEL_KEYS = (
+    "level",
+    "severity",
+    "severity_text",
+    "severityText",
+    "loglevel",
+    "log_level",
+    "lvl",
+    "priority",
+    "levelname",
+    "severity_number",
+    "severityNumber",
+)
 _MESSAGE_KEYS = ("message", "msg", "log", "body", "text", "event")
 _SERVICE_KEYS = ("service.name", "service_name", "serviceName", "service")
 _TRACE_KEYS = ("trace_id", "traceId", "traceID", "trace.id", "TraceId", "dd.trace_id", "otelTraceID")
-_CODE_KEYS = ("error_code", "errorCode", "error.code", "code", "status", "status_code", "http.status_code",
-              "http.response.status_code", "statusCode")  # fmt: skip
+_CODE_KEYS = (
+    "error_code",
+    "errorCode",
+    "error.code",
+    "code",
+    "status",
+    "status_code",
+    "http.status_code",
+    "http.response.status_code",
+    "statusCode",
+)
 
 # A text line: an optional timestamp, an optional level, the rest.
 _STAMP = re.compile(
@@ -51,15 +100,21 @@ _STAMP = re.compile(
     r"|\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}"
     r"|[A-Z][a-z]{2}\s+\d{1,2} \d{2}:\d{2}:\d{2}"
     r"|\d{10}(?:\.\d+)?|\d{13}|\d{16}|\d{19})\]?\s*"
-)  # fmt: skip
-_LEVEL = re.compile(r"^\[?(?P<level>TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|ERR|SEVERE|CRITICAL|CRIT|FATAL|PANIC)\]?[:\s]\s*",
-                    re.IGNORECASE)  # fmt: skip
-_CONTINUATION = re.compile(r"^(\s+|\tat |Caused by:|\.\.\. \d+ (more|common frames)|Traceback \(most recent|"
-                           r"[A-Za-z_][\w.]*(Error|Exception)(:|$)|During handling of the above)")  # fmt: skip
+)
+_LEVEL = re.compile(
+    r"^\[?(?P<level>TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|ERR|SEVERE|CRITICAL|CRIT|FATAL|PANIC)\]?[:\s]\s*",
+    re.IGNORECASE,
+)
+_CONTINUATION = re.compile(
+    r"^(\s+|\tat |Caused by:|\.\.\. \d+ (more|common frames)|Traceback \(most recent|"
+    r"[A-Za-z_][\w.]*(Error|Exception)(:|$)|During handling of the above)"
+)
 _TRACE_IN_TEXT = re.compile(r"(?i)\btrace[_-]?id[=:\s\"]+([0-9a-f-]{16,36})\b|\b00-([0-9a-f]{32})-[0-9a-f]{16}-0[01]\b")
-_CODE_IN_TEXT = re.compile(r"(?i)\b(?:status(?:_code)?|code|http_status)[=:\s\"]+([1-5]\d\d)\b"
-                           r"|\b(HTTP/\d(?:\.\d)?\"?\s+)([45]\d\d)\b"
-                           r"|\b((?:[a-z_$][\w$]*\.)+[A-Z]\w*(?:Exception|Error))\b")  # fmt: skip
+_CODE_IN_TEXT = re.compile(
+    r"(?i)\b(?:status(?:_code)?|code|http_status)[=:\s\"]+([1-5]\d\d)\b"
+    r"|\b(HTTP/\d(?:\.\d)?\"?\s+)([45]\d\d)\b"
+    r"|\b((?:[a-z_$][\w$]*\.)+[A-Z]\w*(?:Exception|Error))\b"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +132,14 @@ def severity_of(value: Any, *, key: str = "") -> Severity:
         if "number" in key.lower() or "Number" in key:  # OpenTelemetry severity_number
             return _otel(n)
         if n in (10, 20, 30, 40, 50, 60):  # pino / bunyan
-            return {10: Severity.DEBUG, 20: Severity.DEBUG, 30: Severity.INFO, 40: Severity.WARNING,
-                    50: Severity.ERROR, 60: Severity.CRITICAL}[n]  # fmt: skip
+            return {
+                10: Severity.DEBUG,
+                20: Severity.DEBUG,
+                30: Severity.INFO,
+                40: Severity.WARNING,
+                50: Severity.ERROR,
+                60: Severity.CRITICAL,
+            }[n]
         if 0 <= n <= 7:
             return _SYSLOG_NUMBERS[n]
         return _otel(n)
@@ -110,8 +171,14 @@ def join_lines(lines: Iterable[str]) -> list[tuple[str, int]]:
     return records
 
 
-def normalise(lines: Iterable[str], *, service: str, instance: str = "", year: int | None = None,
-              times: Sequence[float] | None = None) -> Normalised:  # fmt: skip
+def normalise(
+    lines: Iterable[str],
+    *,
+    service: str,
+    instance: str = "",
+    year: int | None = None,
+    times: Sequence[float] | None = None,
+) -> Normalised:
     """LogRecords from raw lines of one source (a file, a Loki stream) whose service is known;
     a record's own service field, when it has one, wins. `times`, one per line (Loki's own
     stamps), date the records that carry no timestamp of their own."""
@@ -122,8 +189,11 @@ def normalise(lines: Iterable[str], *, service: str, instance: str = "", year: i
         if times is not None and first < len(times):
             last = times[first]
         fields = _json_fields(text) if text.startswith("{") else None
-        record = _from_json(fields, text, service, instance, year) if fields is not None else _from_text(
-            text, service, instance, year)  # fmt: skip
+        record = (
+            _from_json(fields, text, service, instance, year)
+            if fields is not None
+            else _from_text(text, service, instance, year)
+        )
         if record.time != record.time:  # NaN: no timestamp of its own
             undated += 1
             if last is None:
@@ -186,10 +256,12 @@ def _from_json(fields: dict[str, Any], text: str, service: str, instance: str, y
     return LogRecord(
         time=_time(when[1], year) if when else float("nan"),
         entity=str(own_service[1]) if own_service and isinstance(own_service[1], str) else service,
-        severity=severity, message=body,
+        severity=severity,
+        message=body,
         trace_id=str(trace[1]) if trace else _trace_in(body),
-        instance=instance, error_code=error_code,
-    )  # fmt: skip
+        instance=instance,
+        error_code=error_code,
+    )
 
 
 def _from_text(text: str, service: str, instance: str, year: int | None) -> LogRecord:
@@ -198,17 +270,24 @@ def _from_text(text: str, service: str, instance: str, year: int | None) -> LogR
     when = float("nan")
     if stamp:
         when = _time(stamp.group("ts"), year)
-        rest = rest[stamp.end():]
+        rest = rest[stamp.end() :]
     level = _LEVEL.match(rest)
     severity = Severity.UNKNOWN
     if level:
         severity = severity_of(level.group("level"))
-        rest = rest[level.end():]
+        rest = rest[level.end() :]
     code = _code_in(rest)
     if severity is Severity.UNKNOWN:
         severity = _severity_in(rest, code)
-    return LogRecord(time=when, entity=service, severity=severity, message=rest, trace_id=_trace_in(rest),
-                     instance=instance, error_code=code)  # fmt: skip
+    return LogRecord(
+        time=when,
+        entity=service,
+        severity=severity,
+        message=rest,
+        trace_id=_trace_in(rest),
+        instance=instance,
+        error_code=code,
+    )
 
 
 _PRI = re.compile(r"<(\d{1,3})>")  # syslog priority: facility * 8 + severity
@@ -250,5 +329,14 @@ def _is_error_code(value: Any) -> bool:
 
 
 def _with_time(record: LogRecord, t: float) -> LogRecord:
-    return LogRecord(t, record.entity, record.severity, record.message, record.trace_id, record.template_id,
-                     record.instance, record.location, record.error_code)  # fmt: skip
+    return LogRecord(
+        t,
+        record.entity,
+        record.severity,
+        record.message,
+        record.trace_id,
+        record.template_id,
+        record.instance,
+        record.location,
+        record.error_code,
+    )

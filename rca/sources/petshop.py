@@ -112,12 +112,16 @@ def _span(series: list[Series], path: Path) -> Window:
     return Window(float(stamps.min()), float(stamps.max()) + step)
 
 
-def load_petshop(root: Path, *, dataset: str | None = None, broken: list[BrokenCase] | None = None) -> list[IncidentCase]:
+def load_petshop(
+    root: Path, *, dataset: str | None = None, broken: list[BrokenCase] | None = None
+) -> list[IncidentCase]:
     """Every labelled issue of every scenario folder at or directly below root (an issue whose
     files cannot be read goes to `broken` where given, else raises MalformedFile)."""
-    scenarios = [root] if is_petshop_scenario(root) else sorted(
-        p for p in root.iterdir() if p.is_dir() and is_petshop_scenario(p)
-    )  # fmt: skip
+    scenarios = (
+        [root]
+        if is_petshop_scenario(root)
+        else sorted(p for p in root.iterdir() if p.is_dir() and is_petshop_scenario(p))
+    )
     name = dataset or (root.parent.name if scenarios == [root] else root.name)
     return [case for s in scenarios for case in _scenario_cases(name, s, broken)]
 
@@ -140,8 +144,14 @@ def _scenario_cases(name: str, scenario: Path, broken: list[BrokenCase] | None) 
     return out
 
 
-def _issue_case(name: str, scenario: Path, issue: Path, topology: StaticTopology,
-                normal_series: list[Series] | None, normal_path: Path | None) -> IncidentCase:  # fmt: skip
+def _issue_case(
+    name: str,
+    scenario: Path,
+    issue: Path,
+    topology: StaticTopology,
+    normal_series: list[Series] | None,
+    normal_path: Path | None,
+) -> IncidentCase:
     """One labelled issue."""
     metrics_path = _find(issue, "metrics")
     assert metrics_path is not None
@@ -152,9 +162,7 @@ def _issue_case(name: str, scenario: Path, issue: Path, topology: StaticTopology
     alert_time = parse_timestamp(alert) if alert is not None else None
     sources = Sources(metrics=InMemoryMetrics(series), topology=topology)
     if normal_series is not None and normal_path is not None:
-        normal = Normal(
-            _span(normal_series, normal_path), Sources(metrics=InMemoryMetrics(normal_series))
-        )
+        normal = Normal(_span(normal_series, normal_path), Sources(metrics=InMemoryMetrics(normal_series)))
     elif alert_time is not None and alert_time > window.start:
         normal = Normal(Window(window.start, alert_time), sources)
     else:
@@ -164,10 +172,15 @@ def _issue_case(name: str, scenario: Path, issue: Path, topology: StaticTopology
     if normal_series is None:
         notes.append("normal metrics: noissue/ absent, using the series before the symptom")
     incident = Incident(
-        id=CaseId(f"{name}/{place}"), dataset=name, symptom=str(target["target"]["node"]),
-        window=window, sources=sources, normal={Modality.METRICS: normal} if normal else {},
-        alert_time=alert_time, notes=tuple(notes),
-    )  # fmt: skip
+        id=CaseId(f"{name}/{place}"),
+        dataset=name,
+        symptom=str(target["target"]["node"]),
+        window=window,
+        sources=sources,
+        normal={Modality.METRICS: normal} if normal else {},
+        alert_time=alert_time,
+        notes=tuple(notes),
+    )
     command = str(target.get("metadata", {}).get("reproducibility", {}).get("command", ""))
     label = Label(str(target["root_cause"]["node"]), fault_type_from_text(command), command, alert_time)
     return IncidentCase(incident, label)

@@ -106,7 +106,8 @@ class PrometheusMetrics:
     def promql(self, metric: str, services: Sequence[str]) -> str:
         """The query for one mapped metric over some services (all when empty)."""
         return Template(self.mapping.metrics[metric]).safe_substitute(
-            match=matcher(self.mapping.service_label, services), services=services_regex(services))
+            match=matcher(self.mapping.service_label, services), services=services_regex(services)
+        )
 
     async def entities(self) -> tuple[str, ...]:
         label = self.mapping.service_label
@@ -127,8 +128,12 @@ class PrometheusMetrics:
 
     async def _range(self, client: aiohttp.ClientSession, metric: str, query: MetricQuery) -> list[Series]:
         promql = self.promql(metric, query.entities)
-        params = {"query": promql, "start": f"{query.window.start:.3f}", "end": f"{query.window.end:.3f}",
-                  "step": f"{self.mapping.step:g}s"}  # fmt: skip
+        params = {
+            "query": promql,
+            "start": f"{query.window.start:.3f}",
+            "end": f"{query.window.end:.3f}",
+            "step": f"{self.mapping.step:g}s",
+        }
         data = await self._get("/api/v1/query_range", params, what=promql, client=client)
         if not isinstance(data, dict) or data.get("resultType") != "matrix":
             raise DataError(f"prometheus: {promql[:120]}: expected a matrix result")
@@ -144,13 +149,15 @@ class PrometheusMetrics:
             out.append(Series(str(entity), metric, ts, vs, str(labels.get(self.mapping.instance_label, entity))))
         return out
 
-    async def _get(self, path: str, params: dict[str, str], *, what: str,
-                   client: aiohttp.ClientSession | None = None) -> Any:  # fmt: skip
+    async def _get(
+        self, path: str, params: dict[str, str], *, what: str, client: aiohttp.ClientSession | None = None
+    ) -> Any:
         if client is None:
             async with http.session(self.timeout) as own:
                 return await self._get(path, params, what=what, client=own)
-        body = await http.get_json(client, self.url + path, params, who=f"prometheus at {self.url}", what=what,
-                                   ok=http.status_success)  # fmt: skip
+        body = await http.get_json(
+            client, self.url + path, params, who=f"prometheus at {self.url}", what=what, ok=http.status_success
+        )
         return body.get("data")
 
 

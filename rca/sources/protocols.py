@@ -91,8 +91,7 @@ class ServiceListSource(Protocol):
     """A log backend that names the services it holds lines of in a window without returning
     them (Loki's label values)."""
 
-    async def services(self, window: Window) -> tuple[str, ...]:
-        ...
+    async def services(self, window: Window) -> tuple[str, ...]: ...
 
 
 @runtime_checkable

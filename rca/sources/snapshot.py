@@ -54,15 +54,21 @@ async def write_snapshot(incident: Incident, out: Path, *, origin: dict[str, str
     span = Window(incident.window.start - NORMAL_LOOKBACK_SECONDS, incident.window.end)
     day = datetime.fromtimestamp(span.start, UTC).strftime("%Y-%m-%d")
     if datetime.fromtimestamp(span.end - 1e-6, UTC).strftime("%Y-%m-%d") != day:
-        raise InputError("a snapshot (the window and the hour before it) must lie within one UTC day; "
-                         "split the window at midnight")  # fmt: skip
+        raise InputError(
+            "a snapshot (the window and the hour before it) must lie within one UTC day; split the window at midnight"
+        )
     if out.exists() and any(out.iterdir()):
         raise InputError(f"{out} exists and is not empty: choose a new directory")
     src, missing = incident.sources, list(incident.missing())
     await write_days(src, span, out, symptom=incident.symptom)
-    manifest = {"symptom": incident.symptom, "window": {"start": to_iso(incident.window.start),
-                "end": to_iso(incident.window.end)}, "saved": to_iso(span.start) + "/" + to_iso(span.end),
-                "created": to_iso(created), "origin": origin, "missing": missing}  # fmt: skip
+    manifest = {
+        "symptom": incident.symptom,
+        "window": {"start": to_iso(incident.window.start), "end": to_iso(incident.window.end)},
+        "saved": to_iso(span.start) + "/" + to_iso(span.end),
+        "created": to_iso(created),
+        "origin": origin,
+        "missing": missing,
+    }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out
 
@@ -118,7 +124,8 @@ def _write_minutes(path: Path, kind: str, rows: list[dict[str, Any]]) -> None:
     by_minute: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:  # the rows are left as they were: another day's filter reads their time
         by_minute[datetime.fromtimestamp(row["_time"], UTC).strftime("%H_%M")].append(
-            {k: v for k, v in row.items() if k != "_time"})
+            {k: v for k, v in row.items() if k != "_time"}
+        )
     for minute, part in sorted(by_minute.items()):
         pd.DataFrame(part).to_csv(path / f"{minute}_{kind}.csv", index=False)
 
@@ -126,12 +133,24 @@ def _write_minutes(path: Path, kind: str, rows: list[dict[str, Any]]) -> None:
 def _log_row(r: LogRecord) -> dict[str, Any]:
     clock = datetime.fromtimestamp(r.time, UTC).strftime("%H:%M:%S.%f")[:-3]
     level = _LEVEL_NAMES.get(int(r.severity), "INFO")
-    return {"_time": r.time, "TimeUnixNano": int(round(r.time * 1e9)), "PodName": _pod(r.entity, r.instance),
-            "TraceID": r.trace_id, "Log": f"{clock} {level} {r.location or '-'} {r.message}"}  # fmt: skip
+    return {
+        "_time": r.time,
+        "TimeUnixNano": int(round(r.time * 1e9)),
+        "PodName": _pod(r.entity, r.instance),
+        "TraceID": r.trace_id,
+        "Log": f"{clock} {level} {r.location or '-'} {r.message}",
+    }
 
 
 def _span_row(s: Span) -> dict[str, Any]:
-    return {"_time": s.start, "TraceID": s.trace_id, "SpanID": s.span_id, "ParentID": s.parent_id or "root",
-            "PodName": _pod(s.entity, s.instance), "OperationName": s.operation,
-            "StartTimeUnixNano": int(round(s.start * 1e9)), "EndTimeUnixNano": int(round(s.end * 1e9)),
-            "Status": "error" if s.status is SpanStatus.ERROR else ""}  # fmt: skip
+    return {
+        "_time": s.start,
+        "TraceID": s.trace_id,
+        "SpanID": s.span_id,
+        "ParentID": s.parent_id or "root",
+        "PodName": _pod(s.entity, s.instance),
+        "OperationName": s.operation,
+        "StartTimeUnixNano": int(round(s.start * 1e9)),
+        "EndTimeUnixNano": int(round(s.end * 1e9)),
+        "Status": "error" if s.status is SpanStatus.ERROR else "",
+    }

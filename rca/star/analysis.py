@@ -20,8 +20,13 @@ def reachable(trace: Trace, ctx: AuditContext) -> Criterion:
     """Every link is a call in the graph: the effect side calls the cause side."""
     links = _links(trace)
     if not links:
-        return Criterion(STAGE, "reachable", 1.0 if trace.chains else 0.0, 1.5,
-                         "no links to check" if trace.chains else "no causal chain")  # fmt: skip
+        return Criterion(
+            STAGE,
+            "reachable",
+            1.0 if trace.chains else 0.0,
+            1.5,
+            "no links to check" if trace.chains else "no causal chain",
+        )
     bad = [ln.id for ln in links if not is_call(ln, ctx.graph)]
     score = 1.0 - len(bad) / len(links)
     why = f"{len(bad)} of {len(links)} links are not calls in the topology" if bad else "every link is a call"
@@ -35,7 +40,11 @@ def cause_before_effect(trace: Trace) -> Criterion:
         return Criterion(STAGE, "cause_before_effect", 0.7, 1.0, "no link has both onsets")
     bad = [ln.id for ln in timed if not in_order(ln)]
     score = 1.0 - len(bad) / len(timed)
-    why = f"{len(bad)} of {len(timed)} links put the effect before the cause" if bad else "onsets respect cause before effect"
+    why = (
+        f"{len(bad)} of {len(timed)} links put the effect before the cause"
+        if bad
+        else "onsets respect cause before effect"
+    )
     return Criterion(STAGE, "cause_before_effect", score, 1.0, why, tuple(bad))
 
 

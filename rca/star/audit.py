@@ -68,14 +68,34 @@ class Audit:
             "route": self.route.value,
             "blamed_stage": blamed.stage if blamed else None,
             "stages": [
-                {"stage": d.stage, "score": round(d.score, 4), "severity": round(d.severity, 4),
-                 "violations": [{"criterion": c.name, "score": round(c.score, 4), "explanation": c.explanation,
-                                 "blamed": list(c.blamed)} for c in d.violations]}  # fmt: skip
+                {
+                    "stage": d.stage,
+                    "score": round(d.score, 4),
+                    "severity": round(d.severity, 4),
+                    "violations": [
+                        {
+                            "criterion": c.name,
+                            "score": round(c.score, 4),
+                            "explanation": c.explanation,
+                            "blamed": list(c.blamed),
+                        }
+                        for c in d.violations
+                    ],
+                }
                 for d in self.stages
             ],
-            "criteria": [{"stage": c.stage, "criterion": c.name, "score": c.score, "weight": c.weight,
-                          "explanation": c.explanation, "blamed": list(c.blamed), "necessary": c.necessary}
-                         for c in self.criteria],  # fmt: skip
+            "criteria": [
+                {
+                    "stage": c.stage,
+                    "criterion": c.name,
+                    "score": c.score,
+                    "weight": c.weight,
+                    "explanation": c.explanation,
+                    "blamed": list(c.blamed),
+                    "necessary": c.necessary,
+                }
+                for c in self.criteria
+            ],
         }
 
     @classmethod
@@ -83,9 +103,18 @@ class Audit:
         """An audit read back from `to_json`: its criteria whole, the scores recomputed from them
         as `audit` computes them. KeyError where `data` is not a whole one (an audit stored
         before it kept every criterion)."""
-        criteria = tuple(Criterion(c["stage"], c["criterion"], float(c["score"]), float(c["weight"]),
-                                   c["explanation"], tuple(c["blamed"]), bool(c["necessary"]))
-                         for c in data["criteria"])  # fmt: skip
+        criteria = tuple(
+            Criterion(
+                c["stage"],
+                c["criterion"],
+                float(c["score"]),
+                float(c["weight"]),
+                c["explanation"],
+                tuple(c["blamed"]),
+                bool(c["necessary"]),
+            )
+            for c in data["criteria"]
+        )
         score, stages = _scored(criteria)
         return cls(score, Route(data["route"]), stages, criteria, float(data["support"]))
 

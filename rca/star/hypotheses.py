@@ -12,8 +12,13 @@ HOST_MARK = "[host]"
 
 
 def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
-    return [grounded(trace), not_collapsed(trace), covers_evidence(trace, ctx), layer_consistent(trace),
-            type_carried(trace, ctx)]  # fmt: skip
+    return [
+        grounded(trace),
+        not_collapsed(trace),
+        covers_evidence(trace, ctx),
+        layer_consistent(trace),
+        type_carried(trace, ctx),
+    ]
 
 
 def type_carried(trace: Trace, ctx: AuditContext) -> Criterion:
@@ -23,15 +28,31 @@ def type_carried(trace: Trace, ctx: AuditContext) -> Criterion:
         return Criterion(STAGE, "type_carried", 1.0, 1.0, "no hypothesis to check")
     ep = trace.evidence_package
     top = trace.hypotheses[0]
-    shown = supported_faults(ep.evidence, symptom=trace.symptom, population=ctx.graph.number_of_nodes(),
-                             edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS),
-                             alert_time=ep.alert_time).get(top.service, frozenset())  # fmt: skip
+    shown = supported_faults(
+        ep.evidence,
+        symptom=trace.symptom,
+        population=ctx.graph.number_of_nodes(),
+        edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS),
+        alert_time=ep.alert_time,
+    ).get(top.service, frozenset())
     if top.fault_type in shown:
-        return Criterion(STAGE, "type_carried", 1.0, 1.0, f"{top.service}'s evidence shows what a {top.fault_type.value} fault leaves")
+        return Criterion(
+            STAGE,
+            "type_carried",
+            1.0,
+            1.0,
+            f"{top.service}'s evidence shows what a {top.fault_type.value} fault leaves",
+        )
     other = ", ".join(sorted(f.value for f in shown)) or "no fault type"
-    return Criterion(STAGE, "type_carried", 0.0, 1.0,
-                     f"{top.service}'s evidence shows no sign of a {top.fault_type.value} fault; it shows {other}",
-                     (top.id,), necessary=True)  # fmt: skip
+    return Criterion(
+        STAGE,
+        "type_carried",
+        0.0,
+        1.0,
+        f"{top.service}'s evidence shows no sign of a {top.fault_type.value} fault; it shows {other}",
+        (top.id,),
+        necessary=True,
+    )
 
 
 def covers_evidence(trace: Trace, ctx: AuditContext) -> Criterion:
@@ -42,20 +63,30 @@ def covers_evidence(trace: Trace, ctx: AuditContext) -> Criterion:
     have = {h.service for h in trace.hypotheses}
     missing = [h.service for h in fresh if h.service not in have]
     score = 1.0 - len(missing) / len(fresh)
-    why = (f"the evidence supports {', '.join(missing)}, missing from the set" if missing
-           else "the strongest explanations of the evidence are all in the set")  # fmt: skip
+    why = (
+        f"the evidence supports {', '.join(missing)}, missing from the set"
+        if missing
+        else "the strongest explanations of the evidence are all in the set"
+    )
     return Criterion(STAGE, "covers_evidence", score, 1.0, why, tuple(missing))
 
 
 def grounded(trace: Trace) -> Criterion:
     """Every hypothesis cites evidence of the package, about its own service."""
     by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
-    bad = [h.id for h in trace.hypotheses
-           if not h.evidence or any(i not in by_id or by_id[i].entity != h.service for i in h.evidence)]  # fmt: skip
+    bad = [
+        h.id
+        for h in trace.hypotheses
+        if not h.evidence or any(i not in by_id or by_id[i].entity != h.service for i in h.evidence)
+    ]
     if not trace.hypotheses:
         return Criterion(STAGE, "grounded", 0.0, 1.0, "no hypotheses")
     score = 1.0 - len(bad) / len(trace.hypotheses)
-    why = f"{len(bad)} hypotheses cite no evidence, or evidence of another service" if bad else "every hypothesis cites its own evidence"
+    why = (
+        f"{len(bad)} hypotheses cite no evidence, or evidence of another service"
+        if bad
+        else "every hypothesis cites its own evidence"
+    )
     return Criterion(STAGE, "grounded", score, 1.5, why, tuple(bad))
 
 
@@ -76,6 +107,9 @@ def layer_consistent(trace: Trace) -> Criterion:
     cited = [by_id[i] for i in top.evidence if i in by_id]
     host = [ev.id for ev in cited if HOST_MARK in ev.detail]
     score = 1.0 - len(host) / len(cited) if cited else 0.0
-    why = (f"{len(host)} of {len(cited)} items behind {top.service} describe its host, not the service"
-           if host else "the leading hypothesis rests on the service's own telemetry")  # fmt: skip
+    why = (
+        f"{len(host)} of {len(cited)} items behind {top.service} describe its host, not the service"
+        if host
+        else "the leading hypothesis rests on the service's own telemetry"
+    )
     return Criterion(STAGE, "layer_consistent", score, 0.5, why, tuple(host))

@@ -12,8 +12,13 @@ EDGE_SHARE = 0.05  # an onset within this share of the window's start may predat
 
 
 def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
-    return [onset_covered(trace), modality_fit(trace, ctx), scope_neighbours(trace, ctx), leads_examined(trace, ctx),
-            sources_read(trace, ctx)]
+    return [
+        onset_covered(trace),
+        modality_fit(trace, ctx),
+        scope_neighbours(trace, ctx),
+        leads_examined(trace, ctx),
+        sources_read(trace, ctx),
+    ]
 
 
 def onset_covered(trace: Trace) -> Criterion:
@@ -57,8 +62,13 @@ def modality_fit(trace: Trace, ctx: AuditContext) -> Criterion:
     read = {m for m, ok in ep.modalities.items() if ok}
     with_evidence = {ev.modality.value for ev in ep.evidence if ev.entity == top.service}
     if not possible:
-        return Criterion(STAGE, "modality_fit", 0.6, 1.0,
-                         f"{top.fault_type.value} shows in {', '.join(wanted)}, none of which exists here")  # fmt: skip
+        return Criterion(
+            STAGE,
+            "modality_fit",
+            0.6,
+            1.0,
+            f"{top.fault_type.value} shows in {', '.join(wanted)}, none of which exists here",
+        )
     missing_read = [m for m in possible if m not in read]
     unseen = [m for m in possible if m in read and m not in with_evidence]
     score = 1.0 - (len(missing_read) + 0.5 * len(unseen)) / len(possible)
@@ -95,7 +105,11 @@ def scope_neighbours(trace: Trace, ctx: AuditContext) -> Criterion:
         return Criterion(STAGE, "scope_neighbours", 1.0, 1.0, "no neighbours in the call graph")
     missing = sorted(wanted - scope)
     score = 1.0 - len(missing) / len(wanted)
-    why = f"{len(missing)} of {len(wanted)} neighbours of the leading suspects never examined" if missing else "all neighbours examined"
+    why = (
+        f"{len(missing)} of {len(wanted)} neighbours of the leading suspects never examined"
+        if missing
+        else "all neighbours examined"
+    )
     return Criterion(STAGE, "scope_neighbours", score, 1.0, why, tuple(missing[:10]))
 
 
@@ -108,8 +122,11 @@ def leads_examined(trace: Trace, ctx: AuditContext) -> Criterion:
     seen = trace.evidence_package.examined
     missing = [e for e in ctx.leads if e not in seen]
     score = 1.0 - len(missing) / len(ctx.leads)
-    why = (f"{len(missing)} of {len(ctx.leads)} entities the telemetry flags most were never examined"
-           if missing else "every entity the telemetry flags most was examined")  # fmt: skip
+    why = (
+        f"{len(missing)} of {len(ctx.leads)} entities the telemetry flags most were never examined"
+        if missing
+        else "every entity the telemetry flags most was examined"
+    )
     return Criterion(STAGE, "leads_examined", score, 1.0, why, tuple(missing), necessary=bool(missing))
 
 

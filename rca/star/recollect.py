@@ -24,8 +24,11 @@ def recollector(incident: Incident) -> Callable[[Trace, tuple[str, ...], float],
         box = boxes.get(window)
         if box is None:
             box = boxes[window] = Toolbox(with_window(incident, window))
-        tools = [t for m, t in (("metrics", box.metrics), ("logs", box.logs), ("traces", box.spans))
-                 if ep.modalities.get(m, False)]  # fmt: skip
+        tools = [
+            t
+            for m, t in (("metrics", box.metrics), ("logs", box.logs), ("traces", box.spans))
+            if ep.modalities.get(m, False)
+        ]
         fresh: list[Evidence] = []
         for entity in entities:
             for tool in tools:
@@ -35,9 +38,14 @@ def recollector(incident: Incident) -> Callable[[Trace, tuple[str, ...], float],
         start = 1 + max((int(ev.id.rsplit("-", 1)[-1]) for ev in ep.evidence), default=0)
         renumbered = [replace(ev, id=EvidenceId(f"ev-{start + i}")) for i, ev in enumerate(fresh)]
         shares = {**ep.edge_shares, **{e: box.edge_share(e) for e in entities}}
-        package = replace(ep, window=window, scope=tuple(sorted(set(ep.scope) | reread)),
-                          evidence=tuple(kept + renumbered), edge_shares=shares,
-                          missing=tuple(dict.fromkeys(ep.missing + tuple(box.missing))))  # fmt: skip
+        package = replace(
+            ep,
+            window=window,
+            scope=tuple(sorted(set(ep.scope) | reread)),
+            evidence=tuple(kept + renumbered),
+            edge_shares=shares,
+            missing=tuple(dict.fromkeys(ep.missing + tuple(box.missing))),
+        )
         return replace(trace, evidence_package=package)
 
     return recollect

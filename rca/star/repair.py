@@ -80,8 +80,12 @@ _CRITICS = {
     "analysis_structure": as_patches.candidates,
     "decision_report": dr_patches.candidates,
 }
-_REPLAY_FROM = {"evidence_package": "hypothesis_set", "hypothesis_set": "analysis_structure",
-                "analysis_structure": "decision_report", "decision_report": None}  # fmt: skip
+_REPLAY_FROM = {
+    "evidence_package": "hypothesis_set",
+    "hypothesis_set": "analysis_structure",
+    "analysis_structure": "decision_report",
+    "decision_report": None,
+}
 
 
 def check_feasible(trace: Trace, graph: nx.DiGraph) -> None:
@@ -98,8 +102,9 @@ def check_feasible(trace: Trace, graph: nx.DiGraph) -> None:
         first = chain.links[0] if chain.links else None
         if feasible and first is not None and any(i in by_id and by_id[i].entity == chain.root for i in first.evidence):
             return
-    raise InsufficientEvidenceException("no chain from a leading hypothesis to the symptom is a path in the "
-                                        "call graph with evidence on every link")  # fmt: skip
+    raise InsufficientEvidenceException(
+        "no chain from a leading hypothesis to the symptom is a path in the call graph with evidence on every link"
+    )
 
 
 async def apply_patch(patch: Patch, trace: Trace, ctx: RepairContext) -> Trace:
@@ -109,8 +114,9 @@ async def apply_patch(patch: Patch, trace: Trace, ctx: RepairContext) -> Trace:
     return ctx.replay(patched, start) if start else patched
 
 
-def critic(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
-           remembered: Sequence[RepairRecord] = ()) -> list[Patch]:  # fmt: skip
+def critic(
+    stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int, remembered: Sequence[RepairRecord] = ()
+) -> list[Patch]:
     """K patch candidates for a stage: the operator for a violated requirement first (it is
     what keeps the trace from acceptance, whatever else scores), then remembered templates,
     then the stage's own order."""
@@ -124,8 +130,9 @@ def critic(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
     return proposals[:k]
 
 
-async def propose_patches(stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int,
-                          remembered: Sequence[RepairRecord] = ()) -> list[Patch]:  # fmt: skip
+async def propose_patches(
+    stage: str, trace: Trace, ctx: RepairContext, verdict: Audit, k: int, remembered: Sequence[RepairRecord] = ()
+) -> list[Patch]:
     """K candidates for a stage: the offline critic's menu, ordered by the model critic if any."""
     menu = critic(stage, trace, ctx, verdict, 99, remembered)
     if ctx.critic is not None and len(menu) > 1:
@@ -146,9 +153,18 @@ def _stage_order(remembered: Sequence[RepairRecord]) -> list[str]:
     return prior + [s for s in STAGES if s not in prior]
 
 
-async def _localise(stages: Sequence[str], rollback: bool, current: Trace, verdict: Audit, ctx: RepairContext,
-                    config: RepairConfig, remembered: Sequence[RepairRecord], rnd: int, route: Route,
-                    record: Callable[[RepairStep], None]) -> tuple[tuple[str, Trace, Audit] | None, int]:  # fmt: skip
+async def _localise(
+    stages: Sequence[str],
+    rollback: bool,
+    current: Trace,
+    verdict: Audit,
+    ctx: RepairContext,
+    config: RepairConfig,
+    remembered: Sequence[RepairRecord],
+    rnd: int,
+    route: Route,
+    record: Callable[[RepairStep], None],
+) -> tuple[tuple[str, Trace, Audit] | None, int]:
     """One slow-path pass: the first stage whose best candidate beats its control by the
     needed margin, with the patched trace and its audit; and the replays it took."""
     replays = 0
@@ -191,9 +207,14 @@ async def _localise(stages: Sequence[str], rollback: bool, current: Trace, verdi
     return None, replays
 
 
-async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = RepairConfig(),
-                 memory: RepairMemory | None = None, *,
-                 progress: Callable[[RepairStep], None] | None = None) -> RepairResult:  # fmt: skip
+async def repair(
+    trace: Trace,
+    ctx: RepairContext,
+    config: RepairConfig = RepairConfig(),
+    memory: RepairMemory | None = None,
+    *,
+    progress: Callable[[RepairStep], None] | None = None,
+) -> RepairResult:
     """Audit, route and repair a trace within the round budget; `progress` sees each step."""
     first = audit(trace, ctx.audit, config.star)
     lead = trace.hypotheses[0].service if trace.hypotheses else ""
@@ -225,8 +246,9 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
             # the most severe one
             required = [c.stage for c in verdict.criteria if c.unmet]
             blamed = verdict.blamed
-            stage = (min(required, key=STAGES.index) if required
-                     else "evidence_package" if blamed is None else blamed.stage)  # fmt: skip
+            stage = (
+                min(required, key=STAGES.index) if required else "evidence_package" if blamed is None else blamed.stage
+            )
             patch = (await propose_patches(stage, current, ctx, verdict, 1, remembered))[0]
             candidate = await apply_patch(patch, current, ctx)
             replays += 1
@@ -249,7 +271,9 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
         passes = [(_stage_order(remembered), False)] + ([(["evidence_package"], True)] if insufficient else [])
         found = None
         for stages, rollback in passes:
-            found, used = await _localise(stages, rollback, current, verdict, ctx, config, remembered, rnd, route, record)
+            found, used = await _localise(
+                stages, rollback, current, verdict, ctx, config, remembered, rnd, route, record
+            )
             replays, rolled_back = replays + used, rolled_back or rollback
             if found is not None:
                 stage, current, verdict = found
@@ -259,8 +283,9 @@ async def repair(trace: Trace, ctx: RepairContext, config: RepairConfig = Repair
             break
     budget_spent = verdict.score < config.tau and verdict.route is not Route.ACCEPT
     if budget_spent:
-        current = await apply_patch(Patch("decision_report", "verification_first", dr_patches.verification_first),
-                                    current, ctx)  # fmt: skip
+        current = await apply_patch(
+            Patch("decision_report", "verification_first", dr_patches.verification_first), current, ctx
+        )
         verdict = audit(current, ctx.audit, config.star)
     if memory is not None and decisive is not None and verdict.score - first.score >= config.delta:
         patch_name = next(s.patch for s in steps if s.stage == decisive and s.committed)

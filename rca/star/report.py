@@ -45,8 +45,12 @@ def agrees_with_analysis(trace: Trace, ctx: AuditContext) -> Criterion:
     same = sum(1 for a, b in zip(ranked, by_value, strict=False) if a == b) / max(len(ranked), 1)
     chained = {c.root for c in trace.chains}
     score = same * (1.0 if ranked[0] in chained else 0.5)
-    why = ("the ranking follows the analysis" if score == 1.0 else
-           f"ranking {ranked} against the analysis' {by_value}" + ("" if ranked[0] in chained else "; no chain for the top"))  # fmt: skip
+    why = (
+        "the ranking follows the analysis"
+        if score == 1.0
+        else f"ranking {ranked} against the analysis' {by_value}"
+        + ("" if ranked[0] in chained else "; no chain for the top")
+    )
     return Criterion(STAGE, "agrees_with_analysis", score, 1.5, why)
 
 
@@ -58,12 +62,17 @@ def tests_discriminative(trace: Trace) -> Criterion:
         return Criterion(STAGE, "tests_discriminative", 0.0, 1.0, "no verification test")
     covered = {t.hypothesis for t in tests if t.hypothesis in hyps}
     on_target = [t for t in tests if t.hypothesis in hyps and t.target == hyps[t.hypothesis].service]
-    mechanism = [t for t in on_target
-                 if t.tool in MECHANISM_TOOLS.get(hyps[t.hypothesis].fault_type, MECHANISM_TOOLS[FaultType.UNKNOWN])]  # fmt: skip
+    mechanism = [
+        t
+        for t in on_target
+        if t.tool in MECHANISM_TOOLS.get(hyps[t.hypothesis].fault_type, MECHANISM_TOOLS[FaultType.UNKNOWN])
+    ]
     spread = min(1.0, len(covered) / min(2, len(hyps))) if hyps else 0.0
     separating = [t for t in tests if {o for _, o in t.expected} == {"anomalous", "normal"}]
     score = (spread + len(on_target) / len(tests) + len(mechanism) / len(tests) + len(separating) / len(tests)) / 4
     bad = tuple(t.id for t in tests if t not in mechanism)
-    why = (f"{len(covered)} hypotheses tested; {len(mechanism)} of {len(tests)} tests observe the "
-           "hypothesised mechanism on its service")  # fmt: skip
+    why = (
+        f"{len(covered)} hypotheses tested; {len(mechanism)} of {len(tests)} tests observe the "
+        "hypothesised mechanism on its service"
+    )
     return Criterion(STAGE, "tests_discriminative", score, 1.0, why, bad)

@@ -85,15 +85,28 @@ def independent_lead(trace: Trace, mine: Sequence[Evidence]) -> Criterion:
     scores = rescored(mine)
     rank = rank_in(scores, top)
     if rank is None:  # a requirement: what it shows ran at another time, so it may answer another incident
-        return Criterion(HYPOTHESES, "independent_lead", 0.0, 1.0,
-                         f"{top} shows no anomaly of the incident asked about: what it shows ran at another time",
-                         (trace.hypotheses[0].id,), necessary=True)  # fmt: skip
+        return Criterion(
+            HYPOTHESES,
+            "independent_lead",
+            0.0,
+            1.0,
+            f"{top} shows no anomaly of the incident asked about: what it shows ran at another time",
+            (trace.hypotheses[0].id,),
+            necessary=True,
+        )
     if rank == 1:
-        return Criterion(HYPOTHESES, "independent_lead", 1.0, 1.0,
-                         f"re-scored without the rules, {top}'s telemetry still deviates most")  # fmt: skip
+        return Criterion(
+            HYPOTHESES,
+            "independent_lead",
+            1.0,
+            1.0,
+            f"re-scored without the rules, {top}'s telemetry still deviates most",
+        )
     ahead = sorted((e for e, s in scores.items() if s > scores[top]), key=lambda e: -scores[e])
-    why = (f"re-scored without the rules, {top} ranks {rank}: "
-           f"{', '.join(ahead[:3])} deviate{'s' if len(ahead) == 1 else ''} more")  # fmt: skip
+    why = (
+        f"re-scored without the rules, {top} ranks {rank}: "
+        f"{', '.join(ahead[:3])} deviate{'s' if len(ahead) == 1 else ''} more"
+    )
     return Criterion(HYPOTHESES, "independent_lead", 1.0 / rank, 1.0, why, tuple(ahead[:3]))
 
 
@@ -113,8 +126,14 @@ def began_first(trace: Trace, mine: Sequence[Evidence]) -> Criterion:
     earlier = sorted(s for s, t in rivals.items() if t + ONSET_TOLERANCE < began)
     if not earlier:
         return Criterion(ANALYSIS, "began_first", 1.0, 1.0, f"{top}'s anomaly began first among the leading hypotheses")
-    return Criterion(ANALYSIS, "began_first", 0.0, 1.0,
-                     f"{', '.join(earlier)} began before {top}: the blamed anomaly may be an effect", tuple(earlier))  # fmt: skip
+    return Criterion(
+        ANALYSIS,
+        "began_first",
+        0.0,
+        1.0,
+        f"{', '.join(earlier)} began before {top}: the blamed anomaly may be an effect",
+        tuple(earlier),
+    )
 
 
 def seen_at_source(trace: Trace) -> Criterion:
@@ -133,10 +152,21 @@ def seen_at_source(trace: Trace) -> Criterion:
     best = next((k for k, m in enumerate(shows) if m in carried), None)
     mechanism = f"{top.fault_type.value} at {top.service}"
     if best is None:
-        return Criterion(HYPOTHESES, "seen_at_source", 1.0, 1.0,
-                         f"no evidence of {top.service} in a modality that shows {top.fault_type.value}")  # fmt: skip
+        return Criterion(
+            HYPOTHESES,
+            "seen_at_source",
+            1.0,
+            1.0,
+            f"no evidence of {top.service} in a modality that shows {top.fault_type.value}",
+        )
     if best == 0:
         return Criterion(HYPOTHESES, "seen_at_source", 1.0, 1.0, f"{mechanism} is seen where it shows at its source")
-    return Criterion(HYPOTHESES, "seen_at_source", 1.0 / (best + 1), 1.0,
-                     f"{mechanism} is seen only in its {shows[best]}, not in its {' or '.join(shows[:best])}, "
-                     "which show it at its source", (top.id,))  # fmt: skip
+    return Criterion(
+        HYPOTHESES,
+        "seen_at_source",
+        1.0 / (best + 1),
+        1.0,
+        f"{mechanism} is seen only in its {shows[best]}, not in its {' or '.join(shows[:best])}, "
+        "which show it at its source",
+        (top.id,),
+    )

@@ -46,14 +46,22 @@ class VerificationRun:
     def to_json(self) -> dict[str, object]:
         return {
             "tests": [
-                {"id": o.test.id, "tool": o.test.tool, "target": o.test.target, "query": o.test.query,
-                 "expected": dict(o.test.expected), "observed": o.observed, "score": round(o.score, 3),
-                 "detail": o.detail}  # fmt: skip
+                {
+                    "id": o.test.id,
+                    "tool": o.test.tool,
+                    "target": o.test.target,
+                    "query": o.test.query,
+                    "expected": dict(o.test.expected),
+                    "observed": o.observed,
+                    "score": round(o.score, 3),
+                    "detail": o.detail,
+                }
                 for o in self.outcomes
             ],
             "ranking_before": [h.service for h in self.before],
-            "ranking_after": [{"service": h.service, "fault_type": h.fault_type.value, "value": h.value}
-                              for h in self.after],  # fmt: skip
+            "ranking_after": [
+                {"service": h.service, "fault_type": h.fault_type.value, "value": h.value} for h in self.after
+            ],
         }
 
 
@@ -71,8 +79,12 @@ async def _run(test: VerificationTest, toolbox: Toolbox) -> TestOutcome:
     same = [ev for ev in result.evidence if ev.subject == test.subject]
     strongest = max(same, key=lambda ev: ev.score, default=None)
     if strongest is None or strongest.score < ANOMALOUS_AT:
-        return TestOutcome(test, "normal", strongest.score if strongest else 0.0,
-                           f"{test.subject[:80]} of {test.target} is within its normal range")  # fmt: skip
+        return TestOutcome(
+            test,
+            "normal",
+            strongest.score if strongest else 0.0,
+            f"{test.subject[:80]} of {test.target} is within its normal range",
+        )
     return TestOutcome(test, "anomalous", strongest.score, strongest.detail)
 
 

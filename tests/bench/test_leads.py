@@ -9,16 +9,31 @@ from bench.leads import by_lead, main
 
 
 def _case(dataset: str, first: float, second: float, right: bool) -> dict:
-    return {"engine": "lats", "dataset": dataset, "case_id": f"{dataset}-{first}-{second}-{right}", "error": None,
-            "truth": {"service": "a" if right else "b", "fault_type": "cpu"}, "modalities": {"metrics": True},
-            "ranking": [{"service": "a", "score": first, "fault_type": "cpu"},
-                        {"service": "b", "score": second, "fault_type": "cpu"}]}  # fmt: skip
+    return {
+        "engine": "lats",
+        "dataset": dataset,
+        "case_id": f"{dataset}-{first}-{second}-{right}",
+        "error": None,
+        "truth": {"service": "a" if right else "b", "fault_type": "cpu"},
+        "modalities": {"metrics": True},
+        "ranking": [
+            {"service": "a", "score": first, "fault_type": "cpu"},
+            {"service": "b", "score": second, "fault_type": "cpu"},
+        ],
+    }
 
 
 def test_first_places_are_counted_by_their_lead_and_late_is_left_out(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    realistic = {"protocol": "realistic", "cases": [
-        _case("x", 0.4, 0.4, False), _case("x", 0.4, 0.3, True), _case("x", 0.4, 0.3, False),
-        _case("y", 0.4, 0.3, True), _case("y", 0.5, 0.15, True)]}  # fmt: skip
+    realistic = {
+        "protocol": "realistic",
+        "cases": [
+            _case("x", 0.4, 0.4, False),
+            _case("x", 0.4, 0.3, True),
+            _case("x", 0.4, 0.3, False),
+            _case("y", 0.4, 0.3, True),
+            _case("y", 0.5, 0.15, True),
+        ],
+    }
     late = {"protocol": "late", "cases": [_case("x", 0.4, 0.3, False)]}
     counts = by_lead([realistic, late])
     assert counts["x"][0] == (1, 0)  # a tie, wrong

@@ -16,17 +16,25 @@ from rca.sources.datasets import find_cases
 LAB = Path(__file__).resolve().parents[1] / "data" / "lab-0"
 
 
-def test_a_wrong_first_place_naming_a_fault_begun_in_the_window_is_counted(tmp_path: Path,
-                                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_wrong_first_place_naming_a_fault_begun_in_the_window_is_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cases = find_cases(LAB)
     holding = asyncio.run(held(cases, "late"))
     crowded = [c for c in cases if holding[str(c.id)][1] - {c.label.service}]
     assert crowded, "the lab's faults come minutes apart: some late windows hold the next one"
     named = crowded[0]
     other = sorted(holding[str(named.id)][1] - {named.label.service})[0]
-    rows = [{"engine": "lats", "case_id": str(c.id), "truth": {"service": c.label.service},
-             "ranking": [{"service": other if c is named else c.label.service}], "likely": c is named}
-            for c in cases]  # fmt: skip
+    rows = [
+        {
+            "engine": "lats",
+            "case_id": str(c.id),
+            "truth": {"service": c.label.service},
+            "ranking": [{"service": other if c is named else c.label.service}],
+            "likely": c is named,
+        }
+        for c in cases
+    ]
     path = tmp_path / "late.json.gz"
     path.write_bytes(gzip.compress(json.dumps({"cases": rows}).encode()))
     assert main([str(LAB), "--protocol", "late", "--results", str(path)]) == 0

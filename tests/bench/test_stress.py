@@ -19,33 +19,31 @@ def _series(entity: str, metric: str, values: list[float]) -> Series:
     return Series(entity, metric, T, np.array(values, dtype=float))
 
 
-def test_only_the_entitys_own_cpu_and_memory_rise_from_the_given_time_by_their_own_deviations() -> (
-    None
-):
+def test_only_the_entitys_own_cpu_and_memory_rise_from_the_given_time_by_their_own_deviations() -> None:
     cpu = [1.0, 2.0, 1.0, 3.0, 2.0, 1.0, 2.0, 1.0, 2.0, 3.0]
-    source = InMemoryMetrics([
-        _series("cart", "container_cpu_usage_seconds_total", cpu),
-        _series("cart", "jvm_memory_used_bytes", [5.0] * 10),
-        _series("cart", "PodServerLatencyP90(s)", cpu),
-        _series("cart", "node_cpu_seconds_total", cpu),  # the host's, not the service's
-        _series("front", "container_cpu_usage_seconds_total", cpu),
-    ])  # fmt: skip
+    source = InMemoryMetrics(
+        [
+            _series("cart", "container_cpu_usage_seconds_total", cpu),
+            _series("cart", "jvm_memory_used_bytes", [5.0] * 10),
+            _series("cart", "PodServerLatencyP90(s)", cpu),
+            _series("cart", "node_cpu_seconds_total", cpu),  # the host's, not the service's
+            _series("front", "container_cpu_usage_seconds_total", cpu),
+        ]
+    )
     stressed = Stressed(source, "cart", since=300.0, shift=10.0)
-    got = {
-        (s.entity, s.metric): s.values
-        for s in asyncio.run(stressed.series(MetricQuery(Window(0, 600))))
-    }
+    got = {(s.entity, s.metric): s.values for s in asyncio.run(stressed.series(MetricQuery(Window(0, 600))))}
     raised = got[("cart", "container_cpu_usage_seconds_total")]
     scale = robust_scale(np.array(cpu[:5]))
     assert scale > 0
     np.testing.assert_allclose(raised[:5], cpu[:5])
     np.testing.assert_allclose(raised[5:], np.array(cpu[5:]) + 10.0 * scale)
-    flat = got[
-        ("cart", "jvm_memory_used_bytes")
-    ]  # no spread at all before: a unit step per deviation
+    flat = got[("cart", "jvm_memory_used_bytes")]  # no spread at all before: a unit step per deviation
     np.testing.assert_allclose(flat[5:], 5.0 + 10.0)
-    for untouched in (("cart", "PodServerLatencyP90(s)"), ("cart", "node_cpu_seconds_total"),
-                      ("front", "container_cpu_usage_seconds_total")):  # fmt: skip
+    for untouched in (
+        ("cart", "PodServerLatencyP90(s)"),
+        ("cart", "node_cpu_seconds_total"),
+        ("front", "container_cpu_usage_seconds_total"),
+    ):
         np.testing.assert_allclose(got[untouched], cpu)
 
 
@@ -53,17 +51,17 @@ def test_a_family_moves_its_own_series_the_bad_way() -> None:
     from bench.stress import FAMILIES
 
     noisy = [1.0, 2.0, 1.0, 3.0, 2.0, 1.0, 2.0, 1.0, 2.0, 3.0]
-    source = InMemoryMetrics([
-        _series("cart", "PodSuccessRate(%)", noisy),
-        _series("cart", "error_count", noisy),
-        _series("cart", "PodServerLatencyP90(s)", noisy),
-    ])  # fmt: skip
+    source = InMemoryMetrics(
+        [
+            _series("cart", "PodSuccessRate(%)", noisy),
+            _series("cart", "error_count", noisy),
+            _series("cart", "PodServerLatencyP90(s)", noisy),
+        ]
+    )
     stressed = Stressed(source, "cart", since=300.0, shift=20.0, family=FAMILIES["errors"])
     got = {s.metric: s.values for s in asyncio.run(stressed.series(MetricQuery(Window(0, 600))))}
     scale = robust_scale(np.array(noisy[:5]))
-    np.testing.assert_allclose(
-        got["PodSuccessRate(%)"][5:], np.array(noisy[5:]) - 20.0 * scale
-    )  # a fall is bad
+    np.testing.assert_allclose(got["PodSuccessRate(%)"][5:], np.array(noisy[5:]) - 20.0 * scale)  # a fall is bad
     np.testing.assert_allclose(got["error_count"][5:], np.array(noisy[5:]) + 20.0 * scale)
     np.testing.assert_allclose(got["PodServerLatencyP90(s)"], noisy)  # another family: untouched
 
@@ -75,13 +73,18 @@ def test_a_plant_measures_d_and_its_rival_is_the_other_entity_that_moved_most_th
     noisy = [1.0, 2.0, 1.0, 3.0, 2.0, 1.0, 2.0, 1.0, 2.0, 3.0]
     scale = robust_scale(np.array(noisy[:5]))
     jump = noisy[:5] + [v + 4.0 * scale for v in noisy[5:]]
-    source = InMemoryMetrics([
-        _series("cart", "container_cpu_usage_seconds_total", noisy),
-        _series("front", "container_cpu_usage_seconds_total", jump),  # moved 4 deviations and more
-        _series("db", "container_cpu_usage_seconds_total", [v - 50.0 * scale if i >= 5 else v
-                                                             for i, v in enumerate(noisy)]),  # less CPU: no fault
-        _series("queue", "PodServerLatencyP90(s)", noisy[:5] + [100.0] * 5),  # another family
-    ])  # fmt: skip
+    source = InMemoryMetrics(
+        [
+            _series("cart", "container_cpu_usage_seconds_total", noisy),
+            _series("front", "container_cpu_usage_seconds_total", jump),  # moved 4 deviations and more
+            _series(
+                "db",
+                "container_cpu_usage_seconds_total",
+                [v - 50.0 * scale if i >= 5 else v for i, v in enumerate(noisy)],
+            ),  # less CPU: no fault
+            _series("queue", "PodServerLatencyP90(s)", noisy[:5] + [100.0] * 5),  # another family
+        ]
+    )
     stressed = Stressed(source, "cart", since=300.0, shift=20.0)
     raised = asyncio.run(stressed.series(MetricQuery(Window(0, 600))))[0]
     # the plant, measured as a rival is, is D plus what the series did on its own
@@ -103,6 +106,9 @@ def test_a_recording_that_begins_at_the_plant_is_measured_against_the_normal_an_
     np.testing.assert_allclose(reference(hot, 0.0, normals), quiet)
     assert deviation(hot, 0.0, normals) == pytest.approx((50.0 - 11.0) / robust_scale(np.array(quiet)))
     assert deviation(hot, 0.0) == 0.0  # against its own values it never moved
-    raised = asyncio.run(Stressed(InMemoryMetrics([hot]), "cart", since=0.0, shift=5.0, normals=normals)
-                         .series(MetricQuery(Window(0, 600))))[0]  # fmt: skip
+    raised = asyncio.run(
+        Stressed(InMemoryMetrics([hot]), "cart", since=0.0, shift=5.0, normals=normals).series(
+            MetricQuery(Window(0, 600))
+        )
+    )[0]
     np.testing.assert_allclose(raised.values, 50.0 + 5.0 * robust_scale(np.array(quiet)))

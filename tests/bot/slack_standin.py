@@ -134,8 +134,16 @@ class SlackStandIn:
         if method == "apps.connections.open":
             return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/link"}
         if method == "auth.test":
-            return {"ok": True, "url": "https://standin.slack.com/", "team": "Stand-in", "user": "rcabot",
-                    "team_id": TEAM, "user_id": BOT_USER, "bot_id": BOT_ID, "is_enterprise_install": False}  # fmt: skip
+            return {
+                "ok": True,
+                "url": "https://standin.slack.com/",
+                "team": "Stand-in",
+                "user": "rcabot",
+                "team_id": TEAM,
+                "user_id": BOT_USER,
+                "bot_id": BOT_ID,
+                "is_enterprise_install": False,
+            }
         if method == "chat.postMessage":
             ts = self._next_ts()
             message = {"type": "message", "text": p.get("text", ""), "user": BOT_USER, "bot_id": BOT_ID, "ts": ts}
@@ -143,8 +151,13 @@ class SlackStandIn:
                 message["thread_ts"] = p["thread_ts"]
             return {"ok": True, "channel": channel, "ts": ts, "message": message}
         if method == "chat.update":
-            return {"ok": True, "channel": channel, "ts": p.get("ts"), "text": p.get("text", ""),
-                    "message": {"type": "message", "text": p.get("text", ""), "user": BOT_USER}}  # fmt: skip
+            return {
+                "ok": True,
+                "channel": channel,
+                "ts": p.get("ts"),
+                "text": p.get("text", ""),
+                "message": {"type": "message", "text": p.get("text", ""), "user": BOT_USER},
+            }
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": self._next_ts()}
         if method in ("chat.startStream", "chat.appendStream", "chat.stopStream"):
@@ -152,8 +165,11 @@ class SlackStandIn:
                 return {"ok": False, "error": "unknown_method"}
             return self._stream_call(method, channel, p)
         if method == "chat.getPermalink":
-            return {"ok": True, "channel": channel,
-                    "permalink": f"https://standin.slack.com/archives/{channel}/p{str(p.get('message_ts')).replace('.', '')}"}  # fmt: skip
+            return {
+                "ok": True,
+                "channel": channel,
+                "permalink": f"https://standin.slack.com/archives/{channel}/p{str(p.get('message_ts')).replace('.', '')}",
+            }
         if method == "users.info":
             user = str(p.get("user", ""))
             return {"ok": True, "user": {"id": user, "tz": self.zones.get(user, "UTC"), "tz_label": "", "tz_offset": 0}}
@@ -181,8 +197,11 @@ class SlackStandIn:
             if not channel.startswith("D"):  # channels need to know whom the stream is for
                 missing += [a for a in ("recipient_team_id", "recipient_user_id") if not p.get(a)]
             if missing:
-                return {"ok": False, "error": "invalid_arguments", "response_metadata": {
-                    "messages": [f"[ERROR] missing required field: {a}" for a in missing]}}  # fmt: skip
+                return {
+                    "ok": False,
+                    "error": "invalid_arguments",
+                    "response_metadata": {"messages": [f"[ERROR] missing required field: {a}" for a in missing]},
+                }
             ts = self._next_ts()
             self.streams[ts] = {"channel": channel, "thread_ts": str(p["thread_ts"]), "open": True}
             return {"ok": True, "channel": channel, "ts": ts}
@@ -209,8 +228,14 @@ class SlackStandIn:
         """Socket Mode: hello, then the queued envelopes; every message from the app recorded."""
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        await ws.send_json({"type": "hello", "num_connections": 1, "debug_info": {"host": "standin"},
-                            "connection_info": {"app_id": "A0RCABOT"}})  # fmt: skip
+        await ws.send_json(
+            {
+                "type": "hello",
+                "num_connections": 1,
+                "debug_info": {"host": "standin"},
+                "connection_info": {"app_id": "A0RCABOT"},
+            }
+        )
 
         async def pump() -> None:
             while True:
@@ -263,61 +288,132 @@ def sign(secret: str, body: str, *, timestamp: int | None = None) -> dict[str, s
     return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
 
 
-def command_body(text: str, *, response_url: str, channel: str = "C0INCIDENT", user: str = "U0ONCALL",
-                 trigger_id: str = "13345224609.738474920.8088930838d88f008e0") -> tuple[str, str]:  # fmt: skip
-    form = {"token": "legacy", "team_id": TEAM, "team_domain": "standin", "channel_id": channel,
-            "channel_name": "incidents", "user_id": user, "user_name": "oncall", "command": "/rca",
-            "text": text, "api_app_id": "A0RCABOT", "is_enterprise_install": "false",
-            "response_url": response_url, "trigger_id": trigger_id}  # fmt: skip
+def command_body(
+    text: str,
+    *,
+    response_url: str,
+    channel: str = "C0INCIDENT",
+    user: str = "U0ONCALL",
+    trigger_id: str = "13345224609.738474920.8088930838d88f008e0",
+) -> tuple[str, str]:
+    form = {
+        "token": "legacy",
+        "team_id": TEAM,
+        "team_domain": "standin",
+        "channel_id": channel,
+        "channel_name": "incidents",
+        "user_id": user,
+        "user_name": "oncall",
+        "command": "/rca",
+        "text": text,
+        "api_app_id": "A0RCABOT",
+        "is_enterprise_install": "false",
+        "response_url": response_url,
+        "trigger_id": trigger_id,
+    }
     return urllib.parse.urlencode(form), "application/x-www-form-urlencoded"
 
 
-def action_body(action_id: str, value: str, *, channel: str, message_ts: str, response_url: str,
-                trigger_id: str, user: str = "U0ONCALL") -> tuple[str, str]:  # fmt: skip
+def action_body(
+    action_id: str,
+    value: str,
+    *,
+    channel: str,
+    message_ts: str,
+    response_url: str,
+    trigger_id: str,
+    user: str = "U0ONCALL",
+) -> tuple[str, str]:
     payload = {
-        "type": "block_actions", "user": {"id": user, "username": "oncall", "team_id": TEAM},
-        "api_app_id": "A0RCABOT", "token": "legacy", "trigger_id": trigger_id, "team": {"id": TEAM, "domain": "standin"},
+        "type": "block_actions",
+        "user": {"id": user, "username": "oncall", "team_id": TEAM},
+        "api_app_id": "A0RCABOT",
+        "token": "legacy",
+        "trigger_id": trigger_id,
+        "team": {"id": TEAM, "domain": "standin"},
         "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
         "channel": {"id": channel, "name": "incidents"},
         "message": {"type": "message", "ts": message_ts, "thread_ts": message_ts, "text": "verdict"},
         "response_url": response_url,
-        "actions": [{"action_id": action_id, "block_id": f"verdict:{value}", "value": value, "type": "button",
-                     "action_ts": f"{time.time():.6f}"}],
-    }  # fmt: skip
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": f"verdict:{value}",
+                "value": value,
+                "type": "button",
+                "action_ts": f"{time.time():.6f}",
+            }
+        ],
+    }
     return urllib.parse.urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"
 
 
-def view_body(callback_id: str, private_metadata: str, values: dict[str, str], *, trigger_id: str,
-              user: str = "U0ONCALL") -> tuple[str, str]:  # fmt: skip
+def view_body(
+    callback_id: str, private_metadata: str, values: dict[str, str], *, trigger_id: str, user: str = "U0ONCALL"
+) -> tuple[str, str]:
     state = {block: {"value": {"type": "plain_text_input", "value": v}} for block, v in values.items()}
     payload = {
-        "type": "view_submission", "team": {"id": TEAM, "domain": "standin"},
-        "user": {"id": user, "username": "oncall", "team_id": TEAM}, "api_app_id": "A0RCABOT", "token": "legacy",
+        "type": "view_submission",
+        "team": {"id": TEAM, "domain": "standin"},
+        "user": {"id": user, "username": "oncall", "team_id": TEAM},
+        "api_app_id": "A0RCABOT",
+        "token": "legacy",
         "trigger_id": trigger_id,
-        "view": {"id": "V0STANDIN", "type": "modal", "callback_id": callback_id, "private_metadata": private_metadata,
-                 "state": {"values": state}, "hash": "1", "team_id": TEAM},
-    }  # fmt: skip
+        "view": {
+            "id": "V0STANDIN",
+            "type": "modal",
+            "callback_id": callback_id,
+            "private_metadata": private_metadata,
+            "state": {"values": state},
+            "hash": "1",
+            "team_id": TEAM,
+        },
+    }
     return urllib.parse.urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"
 
 
 def event_body(event: dict[str, Any], *, event_id: str) -> tuple[str, str]:
-    body = {"token": "legacy", "team_id": TEAM, "api_app_id": "A0RCABOT", "event": event,
-            "type": "event_callback", "event_id": event_id, "event_time": int(time.time()),
-            "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}]}  # fmt: skip
+    body = {
+        "token": "legacy",
+        "team_id": TEAM,
+        "api_app_id": "A0RCABOT",
+        "event": event,
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": int(time.time()),
+        "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
+    }
     return json.dumps(body), "application/json"
 
 
 # -- `rcabot serve` as its own process, pointed at a stand-in --------------------------------------
-def serve_process(slack: SlackStandIn, *, secret: str, port: int, db: Path, workers: int = 2,
-                  extra: dict[str, str] | None = None) -> subprocess.Popen[bytes]:  # fmt: skip
+def serve_process(
+    slack: SlackStandIn, *, secret: str, port: int, db: Path, workers: int = 2, extra: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """Start `rcabot serve` (HTTP mode, the embedded incident replayed) talking to the stand-in."""
-    inherited = {k: v for k, v in os.environ.items() if k not in (
-        "SLACK_APP_TOKEN", "ANTHROPIC_API_KEY", "RCABOT_DATA", "PROMETHEUS_URL", "LOKI_URL", "JAEGER_URL")}  # fmt: skip
-    env = {**inherited, "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": secret, "SLACK_API_URL": slack.api_url,
-           "PORT": str(port), "RCABOT_DB": str(db), "RCABOT_NOW": "2023-01-29T13:36:00Z",
-           "RCABOT_WORKERS": str(workers), **(extra or {})}  # fmt: skip
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    inherited = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SLACK_APP_TOKEN", "ANTHROPIC_API_KEY", "RCABOT_DATA", "PROMETHEUS_URL", "LOKI_URL", "JAEGER_URL")
+    }
+    env = {
+        **inherited,
+        "SLACK_BOT_TOKEN": slack.token,
+        "SLACK_SIGNING_SECRET": secret,
+        "SLACK_API_URL": slack.api_url,
+        "PORT": str(port),
+        "RCABOT_DB": str(db),
+        "RCABOT_NOW": "2023-01-29T13:36:00Z",
+        "RCABOT_WORKERS": str(workers),
+        **(extra or {}),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "serve"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 async def wait_until_up(port: int, *, timeout: float = 60.0) -> None:

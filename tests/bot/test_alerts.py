@@ -37,16 +37,26 @@ def settings(tmp: Path, routes: str = ROUTES, **more: Any) -> dict[str, Any]:
 
 async def deliver(url: str, body: bytes, *, token: str = TOKEN) -> tuple[int, float]:
     started = time.monotonic()
-    async with aiohttp.ClientSession() as s, s.post(
-            url.replace("/slack/events", "/alerts/alertmanager"), data=body,
-            headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"}) as r:  # fmt: skip
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(
+            url.replace("/slack/events", "/alerts/alertmanager"),
+            data=body,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        ) as r,
+    ):
         await r.read()
         return r.status, time.monotonic() - started
 
 
 def parents(slack: Any, channel: str) -> list[Any]:
-    return [c for c in slack.of("chat.postMessage") if c.params["channel"] == channel and not c.params.get("thread_ts")
-            and str(c.params.get("text", "")).startswith("🚨")]  # fmt: skip
+    return [
+        c
+        for c in slack.of("chat.postMessage")
+        if c.params["channel"] == channel
+        and not c.params.get("thread_ts")
+        and str(c.params.get("text", "")).startswith("🚨")
+    ]
 
 
 def in_thread(slack: Any, ts: str) -> str:
@@ -57,15 +67,30 @@ def test_an_alert_group_opens_one_thread_gets_its_repeats_and_its_resolution(tmp
     async def scenario() -> None:
         async with running(tmp_path, nezha_slice, settings_=settings(tmp_path)) as (bot, slack, url):
             began = time.time() - 300
-            first = alert({"alertname": "HighCPU", "team": "orders", "severity": "critical",
-                           "app": "ts-contacts-service", "pod": "a"}, starts=began, summary="CPU is high")  # fmt: skip
+            first = alert(
+                {
+                    "alertname": "HighCPU",
+                    "team": "orders",
+                    "severity": "critical",
+                    "app": "ts-contacts-service",
+                    "pod": "a",
+                },
+                starts=began,
+                summary="CPU is high",
+            )
             group = {"alertname": "HighCPU", "app": "ts-contacts-service"}
             status, _ = await deliver(url, notification(group, [first]))
             assert status == 200
             await slack.wait_for(lambda c: bool(parents(slack, ORDERS)))
             parent = parents(slack, ORDERS)[0]
-            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == ORDERS
-                                           and "Re-check reasoning" in blocks_text(c), timeout=120)  # fmt: skip
+            verdict = await slack.wait_for(
+                lambda c: (
+                    c.method == "chat.postMessage"
+                    and c.params["channel"] == ORDERS
+                    and "Re-check reasoning" in blocks_text(c)
+                ),
+                timeout=120,
+            )
             ts = verdict.params["thread_ts"]
             assert "CPU is high" in parent.params["text"]
             await asyncio.sleep(3.0)  # the alert message stays: the verdict is a reply, never written over it
@@ -78,11 +103,20 @@ def test_an_alert_group_opens_one_thread_gets_its_repeats_and_its_resolution(tmp
             second = alert({**first["labels"], "pod": "b"}, starts=began + 60, summary="CPU is high")
             await deliver(url, notification(group, [first, second]))
             await slack.wait_for(lambda c: "1 new" in in_thread(slack, ts))
-            assert len(parents(slack, ORDERS)) == 1 and sum("Alertmanager again" in str(c.params.get("text")) for c in slack.of("chat.postMessage")) == 1
+            assert (
+                len(parents(slack, ORDERS)) == 1
+                and sum("Alertmanager again" in str(c.params.get("text")) for c in slack.of("chat.postMessage")) == 1
+            )
             # resolved: said in the thread, the time to resolve recorded
             ended = time.time()
-            await deliver(url, notification(group, [{**a, "status": "resolved", "endsAt": rfc3339(ended)}
-                                                    for a in (first, second)], status="resolved"))  # fmt: skip
+            await deliver(
+                url,
+                notification(
+                    group,
+                    [{**a, "status": "resolved", "endsAt": rfc3339(ended)} for a in (first, second)],
+                    status="resolved",
+                ),
+            )
             await slack.wait_for(lambda c: "Resolved" in in_thread(slack, ts))
             stored = bot.alerts.store.groups(channel=ORDERS)[0]
             assert stored.status == "resolved" and stored.resolved is not None and stored.notifications == 3
@@ -94,10 +128,20 @@ def test_an_alert_group_opens_one_thread_gets_its_repeats_and_its_resolution(tmp
             # it fires again after it resolved: a new investigation, in the same thread
             again = alert(first["labels"], starts=time.time() - 60, summary="CPU is high")
             await deliver(url, notification(group, [again]))
-            await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("thread_ts") == ts
-                                 and "Alert again" in str(c.params.get("text")))  # fmt: skip
-            await slack.wait_for(lambda c: len(bot.store.between(0, time.time() + 1)) == 2
-                                 and all(r.status == "done" for r in bot.store.between(0, time.time() + 1)), timeout=120)  # fmt: skip
+            await slack.wait_for(
+                lambda c: (
+                    c.method == "chat.postMessage"
+                    and c.params.get("thread_ts") == ts
+                    and "Alert again" in str(c.params.get("text"))
+                )
+            )
+            await slack.wait_for(
+                lambda c: (
+                    len(bot.store.between(0, time.time() + 1)) == 2
+                    and all(r.status == "done" for r in bot.store.between(0, time.time() + 1))
+                ),
+                timeout=120,
+            )
             assert len(parents(slack, ORDERS)) == 1  # no second thread
             assert bot.alerts.store.groups(channel=ORDERS)[0].status == "firing"
             # marked right: the channel's summary counts it among those alerts started
@@ -112,18 +156,27 @@ def test_an_alert_group_opens_one_thread_gets_its_repeats_and_its_resolution(tmp
 def test_hostile_deliveries_start_nothing_and_labels_are_never_markup(tmp_path: Path, nezha_slice: Path) -> None:
     async def scenario() -> None:
         async with running(tmp_path, nezha_slice, settings_=settings(tmp_path)) as (bot, slack, url):
-            good = notification({"alertname": "X"}, [alert({"alertname": "X", "service": "Frontend"}, starts=time.time())])
+            good = notification(
+                {"alertname": "X"}, [alert({"alertname": "X", "service": "Frontend"}, starts=time.time())]
+            )
             assert (await deliver(url, good, token="wrong"))[0] == 401
             assert (await deliver(url, good, token=""))[0] == 401
             assert (await deliver(url, b"{not json"))[0] == 400
             assert (await deliver(url, b'{"version": "3", "alerts": []}'))[0] == 400
-            assert (await deliver(url, b'{"version": "4", "status": "firing", "groupKey": "k", "alerts": [{"labels": {"a": 1}}]}'))[0] == 400
+            assert (
+                await deliver(
+                    url, b'{"version": "4", "status": "firing", "groupKey": "k", "alerts": [{"labels": {"a": 1}}]}'
+                )
+            )[0] == 400
             assert (await deliver(url, b" " * (1024 * 1024 + 10)))[0] == 413
             await asyncio.sleep(0.5)
             assert not slack.of("chat.postMessage") and not bot.alerts.store.groups()
             # label values that would be Slack markup: shown as text, a broadcast never reaches Slack
-            evil = alert({"alertname": "<!channel> *bold* <https://evil.example|click>", "service": "<!here>"},
-                         starts=time.time(), summary="<!channel> wake up <@U0BOSS>")  # fmt: skip
+            evil = alert(
+                {"alertname": "<!channel> *bold* <https://evil.example|click>", "service": "<!here>"},
+                starts=time.time(),
+                summary="<!channel> wake up <@U0BOSS>",
+            )
             assert (await deliver(url, notification({"alertname": "evil"}, [evil])))[0] == 200
             await slack.wait_for(lambda c: bool(parents(slack, CHANNEL)))
             await asyncio.sleep(0.5)
@@ -140,8 +193,10 @@ def test_an_alert_no_route_takes_is_recorded_and_said_in_status(tmp_path: Path, 
 
     async def scenario() -> None:
         async with running(tmp_path, nezha_slice, settings_=settings(tmp_path, routes)) as (bot, slack, url):
-            lost = notification({"alertname": "Disk"}, [alert({"alertname": "Disk", "team": "storage",
-                                                               "service": "Frontend"}, starts=time.time())])  # fmt: skip
+            lost = notification(
+                {"alertname": "Disk"},
+                [alert({"alertname": "Disk", "team": "storage", "service": "Frontend"}, starts=time.time())],
+            )
             assert (await deliver(url, lost))[0] == 200
             for _ in range(50):
                 if bot.alerts.store.unrouted_since(0):
@@ -154,10 +209,21 @@ def test_an_alert_no_route_takes_is_recorded_and_said_in_status(tmp_path: Path, 
 
 
 def test_a_storm_of_500_notifications_in_10_groups_opens_10_threads_and_loses_nothing(
-        tmp_path: Path, nezha_slice: Path) -> None:  # fmt: skip
+    tmp_path: Path, nezha_slice: Path
+) -> None:
     """How fast each is answered under the storm is measured by `python -m bench.alert_storm`."""
-    services = ["ts-contacts-service", "ts-order-service", "ts-route-service", "ts-user-service", "ts-basic-service",
-                "ts-food-service", "ts-seat-service", "ts-travel-service", "ts-station-service", "ts-price-service"]  # fmt: skip
+    services = [
+        "ts-contacts-service",
+        "ts-order-service",
+        "ts-route-service",
+        "ts-user-service",
+        "ts-basic-service",
+        "ts-food-service",
+        "ts-seat-service",
+        "ts-travel-service",
+        "ts-station-service",
+        "ts-price-service",
+    ]
 
     async def scenario() -> None:
         async with running(tmp_path, nezha_slice, settings_=settings(tmp_path)) as (bot, slack, url):
@@ -165,9 +231,12 @@ def test_a_storm_of_500_notifications_in_10_groups_opens_10_threads_and_loses_no
             bodies = []
             for i in range(50):  # each group's notification grows by one alert, as Alertmanager's would
                 for svc in services:
-                    alerts = [alert({"alertname": "Errors", "service": svc, "pod": f"p{j}"}, starts=now - 60)
-                              for j in range(i + 1)]  # fmt: skip
+                    alerts = [
+                        alert({"alertname": "Errors", "service": svc, "pod": f"p{j}"}, starts=now - 60)
+                        for j in range(i + 1)
+                    ]
                     bodies.append(notification({"alertname": "Errors", "service": svc}, alerts))
+
             async def later(i: int, body: bytes) -> tuple[int, float]:  # 50 a second: 500 in ten seconds
                 await asyncio.sleep(i * 0.02)
                 return await deliver(url, body)
@@ -183,16 +252,27 @@ def test_a_storm_of_500_notifications_in_10_groups_opens_10_threads_and_loses_no
 
 
 def test_a_new_groups_first_notification_superseded_before_it_was_handled_is_still_counted(
-        tmp_path: Path, nezha_slice: Path) -> None:  # fmt: skip
+    tmp_path: Path, nezha_slice: Path
+) -> None:
     from handlers.alerts import parse_notification
 
     async def scenario() -> None:
         async with running(tmp_path, nezha_slice, settings_=settings(tmp_path)) as (bot, _slack, _url):
             now = time.time()
-            first, second = (parse_notification(notification(
-                {"alertname": "Errors", "service": "ts-order-service"},
-                [alert({"alertname": "Errors", "service": "ts-order-service", "pod": f"p{j}"}, starts=now - 60)
-                 for j in range(k)])) for k in (1, 2))  # fmt: skip
+            first, second = (
+                parse_notification(
+                    notification(
+                        {"alertname": "Errors", "service": "ts-order-service"},
+                        [
+                            alert(
+                                {"alertname": "Errors", "service": "ts-order-service", "pod": f"p{j}"}, starts=now - 60
+                            )
+                            for j in range(k)
+                        ],
+                    )
+                )
+                for k in (1, 2)
+            )
             bot.alerts.take(first)
             bot.alerts.take(second)  # queued before the group's task handled (and claimed) the first
             await bot.alerts.drain()
@@ -204,9 +284,15 @@ def test_a_new_groups_first_notification_superseded_before_it_was_handled_is_sti
 
 def test_threads_beyond_the_channels_minute_fold_into_one_line(tmp_path: Path, nezha_slice: Path) -> None:
     async def scenario() -> None:
-        async with running(tmp_path, nezha_slice, settings_=settings(tmp_path, alert_threads_per_minute=2)) as (bot, slack, url):
+        async with running(tmp_path, nezha_slice, settings_=settings(tmp_path, alert_threads_per_minute=2)) as (
+            bot,
+            slack,
+            url,
+        ):
             for svc in ("ts-contacts-service", "ts-order-service", "ts-route-service", "ts-user-service"):
-                await deliver(url, notification({"service": svc}, [alert({"alertname": "E", "service": svc}, starts=time.time())]))
+                await deliver(
+                    url, notification({"service": svc}, [alert({"alertname": "E", "service": svc}, starts=time.time())])
+                )
             await bot.alerts.drain()
             assert len(parents(slack, CHANNEL)) == 2
             folded = [c for c in slack.calls if "more alert group(s)" in str(c.params.get("text"))]
@@ -218,9 +304,18 @@ def test_threads_beyond_the_channels_minute_fold_into_one_line(tmp_path: Path, n
     run(scenario)
 
 
-@pytest.mark.parametrize("text", ["- a list", "routes: {a: b}", "routes:\n  - channel: general", "routes:\n  - channel: C0X\n    match: {team: [1]}",
-                                  "routes:\n  - channel: C0X\n    match_re: {team: '('}", "default: {channel: C0X, match: {a: b}}",
-                                  "routes: []\nextra: 1"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- a list",
+        "routes: {a: b}",
+        "routes:\n  - channel: general",
+        "routes:\n  - channel: C0X\n    match: {team: [1]}",
+        "routes:\n  - channel: C0X\n    match_re: {team: '('}",
+        "default: {channel: C0X, match: {a: b}}",
+        "routes: []\nextra: 1",
+    ],
+)
 def test_a_bad_routes_file_is_refused_by_name(tmp_path: Path, text: str) -> None:
     (tmp_path / "r.yaml").write_text(text)
     with pytest.raises(InputError, match="RCABOT_ALERT_ROUTES"):

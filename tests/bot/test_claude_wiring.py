@@ -56,13 +56,27 @@ def test_settings_choose_the_reasoner() -> None:
 
 
 def test_investigate_with_claude_reports_model_cost(
-    messages_api: MessagesStandIn, nezha_slice: Path, monkeypatch: pytest.MonkeyPatch,
+    messages_api: MessagesStandIn,
+    nezha_slice: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", messages_api.api_key)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", messages_api.base_url)
-    code = main(["investigate", "Frontend", "10m", "--data", str(nezha_slice), "--at", "2023-01-29T13:36:00Z",
-                 "--quiet", "--reasoner", "claude"])  # fmt: skip
+    code = main(
+        [
+            "investigate",
+            "Frontend",
+            "10m",
+            "--data",
+            str(nezha_slice),
+            "--at",
+            "2023-01-29T13:36:00Z",
+            "--quiet",
+            "--reasoner",
+            "claude",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     calls = len(messages_api.requests)
@@ -75,8 +89,12 @@ def test_follow_up_answered_by_claude_from_the_trace(
     settings = read_settings({"ANTHROPIC_API_KEY": messages_api.api_key, "ANTHROPIC_BASE_URL": messages_api.base_url})
 
     async def scenario() -> None:
-        desk = Desk(telemetry=ReplayTelemetry(nezha_slice, now=parse_timestamp("2023-01-29T13:36:00Z")),
-                    store=Store(tmp_path / "bot.db"), workers=1, reasoner=settings.build_reasoner())  # fmt: skip
+        desk = Desk(
+            telemetry=ReplayTelemetry(nezha_slice, now=parse_timestamp("2023-01-29T13:36:00Z")),
+            store=Store(tmp_path / "bot.db"),
+            workers=1,
+            reasoner=settings.build_reasoner(),
+        )
         assert isinstance(desk.reasoner, ClaudeReasoner)
         run = await desk.open("Frontend", "10m", channel="C1", user="U1")
         async for _ in desk.investigate(run):

@@ -21,8 +21,9 @@ def test_cases_lists_modalities(petshop_slice: Path, capsys: pytest.CaptureFixtu
 
 
 def test_investigate_json(nezha_slice: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["investigate", "Frontend", "10m", "--data", str(nezha_slice),
-                 "--at", "2023-01-29T13:36:00Z", "--json"])  # fmt: skip
+    code = main(
+        ["investigate", "Frontend", "10m", "--data", str(nezha_slice), "--at", "2023-01-29T13:36:00Z", "--json"]
+    )
     assert code == 0
     trace = json.loads(capsys.readouterr().out)
     assert trace["incident"]["symptom"] == "Frontend" and trace["version"] == "1"
@@ -38,9 +39,7 @@ def test_investigate_streams_progress_live(nezha_slice: Path, capsys: pytest.Cap
     assert "   1  " in captured.out and "evidence items" in captured.out
 
 
-def test_investigate_unknown_service_suggests(
-    nezha_slice: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_investigate_unknown_service_suggests(nezha_slice: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
         [
             "investigate",
@@ -74,9 +73,7 @@ def test_investigate_bad_window(nezha_slice: Path, capsys: pytest.CaptureFixture
     assert "bad window" in capsys.readouterr().err
 
 
-def test_eval_writes_the_stable_json(
-    petshop_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_eval_writes_the_stable_json(petshop_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r.json"
     assert main(["eval", str(petshop_slice), "--engine", "baro", "--json", str(out)]) == 0
     table = capsys.readouterr().out
@@ -106,8 +103,9 @@ def test_eval_with_audit_records_each_traces_audit_and_reports_it_as_a_predictor
     assert "as a predictor of a wrong first place" in capsys.readouterr().out
     cases = json.loads(out.read_text())["cases"]
     lats = [c for c in cases if c["engine"] == "lats"]
-    assert lats and all(0 <= c["audit"]["score"] <= 1 and c["audit"]["route"] in ("accept", "fast_patch", "slow_localise")
-                        for c in lats)  # fmt: skip
+    assert lats and all(
+        0 <= c["audit"]["score"] <= 1 and c["audit"]["route"] in ("accept", "fast_patch", "slow_localise") for c in lats
+    )
     assert all(c["audit"] is None for c in cases if c["engine"] == "baro")
 
 
@@ -160,8 +158,24 @@ def test_eval_hides_what_it_is_told_to(nezha_slice: Path, tmp_path: Path, capsys
 def test_investigate_with_a_read_budget_decides_on_what_it_read_and_says_so(
     nezha_slice: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["investigate", "Frontend", "10m", "--data", str(nezha_slice), "--at", "2023-01-29T13:36:00Z",
-                 "--budget", "4", "--json", "--quiet"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "investigate",
+                "Frontend",
+                "10m",
+                "--data",
+                str(nezha_slice),
+                "--at",
+                "2023-01-29T13:36:00Z",
+                "--budget",
+                "4",
+                "--json",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     trace = json.loads(capsys.readouterr().out)
     assert trace["cost"]["reads"] <= 4 and trace["decision_report"]["ranking"]
     assert any("read budget of 4 spent" in m for m in trace["evidence_package"]["missing"])
@@ -190,8 +204,12 @@ def test_eval_star_honest_reports_every_family_and_writes_each_variant(
 
 def test_a_reader_that_stops_reading_ends_the_command_quietly() -> None:
     """`rcabot rules | head -1`: the pipe closed before the output is written is no error."""
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "rules"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "rules"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # before the command has printed anything
     err = proc.stderr.read().decode()

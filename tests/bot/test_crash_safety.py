@@ -39,8 +39,14 @@ async def ready(port: int) -> None:
 
 async def post(port: int, body: tuple[str, str]) -> int:
     text, ctype = body
-    async with aiohttp.ClientSession() as s, s.post(f"http://127.0.0.1:{port}/slack/events", data=text.encode(),
-                                                    headers={"Content-Type": ctype, **sign(SECRET, text)}) as r:  # fmt: skip
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(
+            f"http://127.0.0.1:{port}/slack/events",
+            data=text.encode(),
+            headers={"Content-Type": ctype, **sign(SECRET, text)},
+        ) as r,
+    ):
         return r.status
 
 
@@ -61,8 +67,12 @@ def test_sigkill_then_resume_and_sigterm_finishes(tmp_path: Path) -> None:
             proc = serve(slack, db, port)
             await ready(port)
             for i in range(3):  # one runs, two wait for the single worker
-                await post(port, command_body("Frontend 10m", response_url=slack.response_url(), channel=f"C{i}",
-                                              trigger_id=f"kill-{i}"))  # fmt: skip
+                await post(
+                    port,
+                    command_body(
+                        "Frontend 10m", response_url=slack.response_url(), channel=f"C{i}", trigger_id=f"kill-{i}"
+                    ),
+                )
             await slack.wait_for(lambda c: c.method == "chat.startStream")
             for _ in range(100):  # all three recorded (each right after its ack)
                 if db.exists() and len(rows(db)) == 3:
@@ -77,20 +87,37 @@ def test_sigkill_then_resume_and_sigterm_finishes(tmp_path: Path) -> None:
             port = free_port()
             proc = serve(slack, db, port)
             await ready(port)
-            resume = await slack.wait_for(lambda c: c.method == "chat.postMessage" and RESUME in str(c.params.get("blocks")))
+            resume = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and RESUME in str(c.params.get("blocks"))
+            )
             after = rows(db)
             assert [after[i] for i in cut_short] == ["interrupted"] * len(cut_short)
             assert {v for k, v in after.items() if k not in cut_short} <= {"done"}
             thread, channel = resume.params["thread_ts"], resume.params["channel"]
             inv = next(i for i in cut_short if i in str(resume.params["blocks"]))
-            await post(port, action_body(RESUME, inv, channel=channel, message_ts=thread,
-                                         response_url=slack.response_url("r"), trigger_id="resume-1"))  # fmt: skip
-            await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("thread_ts") == thread
-                                 and REPAIR in str(c.params.get("blocks")))  # fmt: skip
+            await post(
+                port,
+                action_body(
+                    RESUME,
+                    inv,
+                    channel=channel,
+                    message_ts=thread,
+                    response_url=slack.response_url("r"),
+                    trigger_id="resume-1",
+                ),
+            )
+            await slack.wait_for(
+                lambda c: (
+                    c.method == "chat.postMessage"
+                    and c.params.get("thread_ts") == thread
+                    and REPAIR in str(c.params.get("blocks"))
+                )
+            )
 
             # SIGTERM: the running investigation finishes before the process exits
-            await post(port, command_body("Frontend 5m", response_url=slack.response_url(), channel="C9",
-                                          trigger_id="term-1"))  # fmt: skip
+            await post(
+                port, command_body("Frontend 5m", response_url=slack.response_url(), channel="C9", trigger_id="term-1")
+            )
             await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("channel") == "C9")
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(90) == 0

@@ -56,8 +56,19 @@ def test_bad_requests_start_nothing(tmp_path: Path, nezha_slice: Path) -> None:
 
 
 def test_console_session(tmp_path: Path, nezha_slice: Path) -> None:
-    lines = iter(["/rca Frontend 10m", "why not <runner-up>?", "chart", "verify", "repair", "correct",
-                  "/rca summary", "/rca Frontnd", "quit"])  # fmt: skip
+    lines = iter(
+        [
+            "/rca Frontend 10m",
+            "why not <runner-up>?",
+            "chart",
+            "verify",
+            "repair",
+            "correct",
+            "/rca summary",
+            "/rca Frontnd",
+            "quit",
+        ]
+    )
     out: list[str] = []
     asked: list[str] = []
 
@@ -77,15 +88,21 @@ def test_console_session(tmp_path: Path, nezha_slice: Path) -> None:
 
     asyncio.run(scenario())
     text = "\n".join(out)
-    assert "[supervisor] decision" in text and "Verdict for Frontend" in text and "Reasoning " in text and "Likely cause" in text
+    assert (
+        "[supervisor] decision" in text
+        and "Verdict for Frontend" in text
+        and "Reasoning " in text
+        and "Likely cause" in text
+    )
     assert asked and f"{asked[0]} is ranked #2" in text
     assert "Re-ranked:" in text and "Repair: S" in text and "Marked correct." in text
     assert "1 investigation(s) in the last day" in text and "Did you mean Frontend" in text
     assert list(tmp_path.glob("rcabot-*.png"))
 
 
-def test_a_verdict_read_back_after_a_restart_keeps_its_stored_audit_and_scans_nothing_again(tmp_path: Path,
-                                                                                              nezha_slice: Path) -> None:  # fmt: skip
+def test_a_verdict_read_back_after_a_restart_keeps_its_stored_audit_and_scans_nothing_again(
+    tmp_path: Path, nezha_slice: Path
+) -> None:
     async def scenario() -> None:
         desk = desk_on(tmp_path, nezha_slice)
         run = await desk.open("Frontend", "10m", channel="C1", user="U1")
@@ -101,8 +118,9 @@ def test_a_verdict_read_back_after_a_restart_keeps_its_stored_audit_and_scans_no
     asyncio.run(scenario())
 
 
-def test_marked_verdicts_teach_the_next_verdicts_probability_and_the_verdict_says_so(tmp_path: Path,
-                                                                                     nezha_slice: Path) -> None:  # fmt: skip
+def test_marked_verdicts_teach_the_next_verdicts_probability_and_the_verdict_says_so(
+    tmp_path: Path, nezha_slice: Path
+) -> None:
     from bot import render
     from rca.calibration import features, shipped
 
@@ -114,8 +132,12 @@ def test_marked_verdicts_teach_the_next_verdicts_probability_and_the_verdict_say
             [e async for e in desk.investigate(run)]
             ids.append(run.id)
         first = await desk.casebook.verdict(ids[0])
-        as_shipped = shipped().probability(features([c for _, _, c, _ in first.trace.decision.ranking],
-                                                    sum(first.trace.evidence_package.modalities.values())))
+        as_shipped = shipped().probability(
+            features(
+                [c for _, _, c, _ in first.trace.decision.ranking],
+                sum(first.trace.evidence_package.modalities.values()),
+            )
+        )
         assert first.calibrated.marks == 0 and first.probability == pytest.approx(as_shipped)
         await desk.followups.feedback(ids[0], user="U1", correct=False)
         await desk.followups.feedback(ids[1], user="U2", correct=False)

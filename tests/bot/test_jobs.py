@@ -67,11 +67,22 @@ def redis_url() -> Iterator[str]:
 
 
 def _worker(db: str, queue: str, slice_: Path, *, timeout: int = 8) -> subprocess.Popen[bytes]:
-    env = {**{k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "PROMETHEUS_URL")},
-           "RCABOT_DB": db, "RCABOT_QUEUE": queue, "RCABOT_DATA": str(slice_), "RCABOT_NOW": "2023-01-29T13:36:00Z",
-           "RCABOT_JOB_TIMEOUT": str(timeout), "RCABOT_WORKERS": "1"}  # fmt: skip
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "PROMETHEUS_URL")},
+        "RCABOT_DB": db,
+        "RCABOT_QUEUE": queue,
+        "RCABOT_DATA": str(slice_),
+        "RCABOT_NOW": "2023-01-29T13:36:00Z",
+        "RCABOT_JOB_TIMEOUT": str(timeout),
+        "RCABOT_WORKERS": "1",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "worker"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -84,11 +95,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def test_every_progress_event_survives_the_stream() -> None:
-    events = [IterationStarted(AgentKind.METRIC, 1, 0, 0, 1.5), ActionTaken(AgentKind.LOG, "logs", "q{entity=a}", "ok", 0.4),
-              EvidenceFound(AgentKind.TRACE, "ev-1", "a", "slow", 9.0),
-              HypothesesRanked(AgentKind.METRIC, (("a", "cpu", 0.7), ("b", "memory", 0.2)), 0.5, 0.6, 0.7),
-              Handoff(AgentKind.METRIC, AgentKind.LOG, "low r", "a leads"), Restarted(2, "worker stopped"),
-              Finished("a explains it", {"x": [1, 2]})]  # fmt: skip
+    events = [
+        IterationStarted(AgentKind.METRIC, 1, 0, 0, 1.5),
+        ActionTaken(AgentKind.LOG, "logs", "q{entity=a}", "ok", 0.4),
+        EvidenceFound(AgentKind.TRACE, "ev-1", "a", "slow", 9.0),
+        HypothesesRanked(AgentKind.METRIC, (("a", "cpu", 0.7), ("b", "memory", 0.2)), 0.5, 0.6, 0.7),
+        Handoff(AgentKind.METRIC, AgentKind.LOG, "low r", "a leads"),
+        Restarted(2, "worker stopped"),
+        Finished("a explains it", {"x": [1, 2]}),
+    ]
     for e in events:
         assert event_from_json(json.loads(json.dumps(event_to_json(e)))) == e
     with pytest.raises(ValueError):
@@ -99,10 +114,16 @@ def test_rca_runs_on_a_worker_process(tmp_path: Path, nezha_slice: Path, postgre
     worker = _worker(postgres_url, redis_url, nezha_slice)
 
     async def scenario() -> None:
-        async with running(tmp_path, nezha_slice, settings_={"db": postgres_url, "queue": redis_url}) as (bot, slack, url):
+        async with running(tmp_path, nezha_slice, settings_={"db": postgres_url, "queue": redis_url}) as (
+            bot,
+            slack,
+            url,
+        ):
             status, _, seconds = await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
             assert status == 200 and seconds < 3.0
-            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=90)
+            verdict = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=90
+            )
             streamed = " ".join(str(c.params.get("chunks")) for c in slack.calls if "Stream" in c.method)
             assert "now suspects" in streamed  # narrated from the worker's progress stream
             inv = bot.store.by_thread(verdict.params["channel"], verdict.params["thread_ts"])
@@ -116,8 +137,9 @@ def test_rca_runs_on_a_worker_process(tmp_path: Path, nezha_slice: Path, postgre
         _stop(worker)
 
 
-def test_a_worker_killed_mid_investigation_is_replaced(tmp_path: Path, nezha_slice: Path, postgres_url: str,
-                                                       redis_url: str) -> None:  # fmt: skip
+def test_a_worker_killed_mid_investigation_is_replaced(
+    tmp_path: Path, nezha_slice: Path, postgres_url: str, redis_url: str
+) -> None:
     import redis
 
     client = redis.Redis.from_url(redis_url)
@@ -126,7 +148,11 @@ def test_a_worker_killed_mid_investigation_is_replaced(tmp_path: Path, nezha_sli
 
     async def scenario() -> None:
         nonlocal second
-        async with running(tmp_path, nezha_slice, settings_={"db": postgres_url, "queue": redis_url}) as (bot, slack, url):
+        async with running(tmp_path, nezha_slice, settings_={"db": postgres_url, "queue": redis_url}) as (
+            bot,
+            slack,
+            url,
+        ):
             await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
             for _ in range(600):  # until the first worker has published some progress
                 rows = bot.store.between(0, 1e12)
@@ -136,9 +162,14 @@ def test_a_worker_killed_mid_investigation_is_replaced(tmp_path: Path, nezha_sli
             first.send_signal(signal.SIGKILL)
             first.wait(10)
             second = _worker(postgres_url, redis_url, nezha_slice, timeout=5)
-            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
-            streamed = " ".join(str(c.params.get("chunks")) + str(c.params.get("text", "")) for c in slack.calls
-                                if c.params.get("thread_ts") == verdict.params["thread_ts"] or "Stream" in c.method)  # fmt: skip
+            verdict = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120
+            )
+            streamed = " ".join(
+                str(c.params.get("chunks")) + str(c.params.get("text", ""))
+                for c in slack.calls
+                if c.params.get("thread_ts") == verdict.params["thread_ts"] or "Stream" in c.method
+            )
             assert "restarted (attempt 2)" in streamed
             await asyncio.sleep(2)  # a duplicate would come now
             assert len([c for c in slack.of("chat.postMessage") if REPAIR in blocks_text(c)]) == 1
@@ -167,8 +198,23 @@ def own_redis(tmp_path: Path) -> Iterator[tuple[str, Callable[[], subprocess.Pop
     procs: list[subprocess.Popen[bytes]] = []
 
     def start() -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                 "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(tmp_path),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         procs.append(proc)
         return proc
 
@@ -180,8 +226,8 @@ def own_redis(tmp_path: Path) -> Iterator[tuple[str, Callable[[], subprocess.Pop
 
 
 def test_a_broker_restart_loses_no_investigation_and_holds_no_ack(
-        tmp_path: Path, nezha_slice: Path, postgres_url: str,
-        own_redis: tuple[str, Callable[[], subprocess.Popen[bytes]]]) -> None:  # fmt: skip
+    tmp_path: Path, nezha_slice: Path, postgres_url: str, own_redis: tuple[str, Callable[[], subprocess.Popen[bytes]]]
+) -> None:
     """Redis SIGKILLed with one run queued and no worker: a `/rca` sent while it is down is acked
     at once; once Redis is back (empty), the worker reconnects by itself, the lost run is queued
     again from the record and the waiting one is queued, and each gets one verdict."""
@@ -211,8 +257,10 @@ def test_a_broker_restart_loses_no_investigation_and_holds_no_ack(
             broker.send_signal(signal.SIGKILL)
             broker.wait(10)
             worker = _worker(postgres_url, url, nezha_slice)  # starts with no Redis to reach
-            status, _, seconds = await post(events, command_body("Frontend 10m", response_url=slack.response_url(),
-                                                                 channel="C0OTHER", trigger_id="down.1"))  # fmt: skip
+            status, _, seconds = await post(
+                events,
+                command_body("Frontend 10m", response_url=slack.response_url(), channel="C0OTHER", trigger_id="down.1"),
+            )
             assert status == 200 and seconds < 3.0  # acked; the queue is not waited on
             await slack.wait_for(lambda c: "cannot be reached" in str(c.params), timeout=30)  # said in its thread
             broker = start()  # back, and empty
@@ -234,7 +282,9 @@ def test_a_broker_restart_loses_no_investigation_and_holds_no_ack(
 
 
 @asynccontextmanager
-async def two_replicas(db: str, extra: dict[str, str]) -> AsyncIterator[tuple[SlackStandIn, list[str], list[subprocess.Popen[bytes]]]]:
+async def two_replicas(
+    db: str, extra: dict[str, str]
+) -> AsyncIterator[tuple[SlackStandIn, list[str], list[subprocess.Popen[bytes]]]]:
     """Two `rcabot serve` replicas behind one Slack app, sharing the record and the queue: the
     stand-in, each replica's events URL, and their processes (stopped on the way out)."""
     slack = SlackStandIn()
@@ -254,8 +304,9 @@ async def two_replicas(db: str, extra: dict[str, str]) -> AsyncIterator[tuple[Sl
 
 
 @pytest.mark.parametrize("worker_first", [False, True], ids=["killed-before-the-run", "killed-during-it"])
-def test_a_replica_killed_mid_narration_is_taken_over_by_another(tmp_path: Path, nezha_slice: Path, postgres_url: str,
-                                                                 redis_url: str, worker_first: bool) -> None:  # fmt: skip
+def test_a_replica_killed_mid_narration_is_taken_over_by_another(
+    tmp_path: Path, nezha_slice: Path, postgres_url: str, redis_url: str, worker_first: bool
+) -> None:
     """Killed while the job waits for a worker, the other replica narrates the whole run in the
     thread; killed while it runs, the other replica goes on (or, if the run ended meanwhile,
     posts its verdict); either way one verdict, posted by the replica still alive."""
@@ -283,7 +334,9 @@ def test_a_replica_killed_mid_narration_is_taken_over_by_another(tmp_path: Path,
                         break
                     await asyncio.sleep(0.05)
                 worker = _worker(postgres_url, redis_url, nezha_slice, timeout=30)
-            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
+            verdict = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120
+            )
             assert slack.calls.index(verdict) >= killed_at  # posted by the replica still alive
             said = " ".join(str(c.params) for c in slack.calls[killed_at:])
             took_over = "this one goes on from where it was" in said
@@ -303,13 +356,20 @@ def test_a_replica_killed_mid_narration_is_taken_over_by_another(tmp_path: Path,
             _stop(worker)
 
 
-def test_a_slack_retry_on_the_other_replica_starts_nothing_new(tmp_path: Path, nezha_slice: Path, postgres_url: str,
-                                                               redis_url: str) -> None:  # fmt: skip
+def test_a_slack_retry_on_the_other_replica_starts_nothing_new(
+    tmp_path: Path, nezha_slice: Path, postgres_url: str, redis_url: str
+) -> None:
     async def scenario() -> None:
-        async with two_replicas(postgres_url, {"RCABOT_QUEUE": redis_url, "RCABOT_DATA": str(nezha_slice)}) as (slack, urls, _):
+        async with two_replicas(postgres_url, {"RCABOT_QUEUE": redis_url, "RCABOT_DATA": str(nezha_slice)}) as (
+            slack,
+            urls,
+            _,
+        ):
             body = command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="retried.1")
             first = await post(urls[0], body)
-            again = await post(urls[1], body, headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})
+            again = await post(
+                urls[1], body, headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+            )
             assert first[0] == again[0] == 200
             await slack.wait_for(lambda c: c.method == "chat.postMessage" and not c.params.get("thread_ts"))
             await asyncio.sleep(2)  # a second investigation would be recorded and posted by now

@@ -22,9 +22,25 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def demo_trace():  # type: ignore[no-untyped-def]
-    out = subprocess.run([sys.executable, "-m", "bot.cli", "investigate", "Frontend", "10m", "--data",
-                          str(ROOT / "bot" / "demo"), "--at", "2023-01-29T13:36:00Z", "--json"],
-                         capture_output=True, text=True, check=True, cwd=ROOT)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "investigate",
+            "Frontend",
+            "10m",
+            "--data",
+            str(ROOT / "bot" / "demo"),
+            "--at",
+            "2023-01-29T13:36:00Z",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
     return from_json(json.loads(out.stdout))
 
 
@@ -58,13 +74,17 @@ def test_the_verdict_fits_one_screen_names_the_blamed_service_first_and_says_wha
     verdict = Verdict("inv-1", "Frontend", Window(0, 600), trace, audit(trace, AuditContext(nx.DiGraph())))
     book = tmp_path / "runbooks.yaml"
     lead = trace.decision.ranking[0][0]
-    book.write_text(f"{lead}:\n  owner: S0ORDERS\n  dashboard: https://grafana.example.com/d/x\n"
-                    "  rollback: kubectl rollout undo deploy/x\n'*':\n  owner: '@platform <!channel>'\n")
+    book.write_text(
+        f"{lead}:\n  owner: S0ORDERS\n  dashboard: https://grafana.example.com/d/x\n"
+        "  rollback: kubectl rollout undo deploy/x\n'*':\n  owner: '@platform <!channel>'\n"
+    )
     books = load_runbooks(book)
     _, blocks = render.verdict(verdict, runbook=books.of(lead))
     words = _words(blocks)
     assert len(blocks) <= 12 and len(words) <= 1500
-    path = next(b["text"]["text"] for b in blocks if b["type"] == "section" and "Path to the symptom" in b["text"]["text"])
+    path = next(
+        b["text"]["text"] for b in blocks if b["type"] == "section" and "Path to the symptom" in b["text"]["text"]
+    )
     assert path.split("\n")[1].startswith(f"*{lead}*")  # the chain starts at the blamed service
     assert "<!subteam^S0ORDERS>" in json.dumps(blocks) and "kubectl rollout undo" in words and "dashboard" in words
     assert "Re-check reasoning" in words and "Run checks" in words and "Reasoning" in words
@@ -75,8 +95,17 @@ def test_the_verdict_fits_one_screen_names_the_blamed_service_first_and_says_wha
     assert "<!channel>" not in json.dumps(render.verdict(verdict, runbook=books.of("elsewhere"))[1])
 
 
-@pytest.mark.parametrize("text", ["- a list", "svc: just text", "svc:\n  pager: x", "svc:\n  dashboard: javascript:alert(1)",
-                                  "svc:\n  owner: [1, 2]", "svc: {owner: 'x'\n"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- a list",
+        "svc: just text",
+        "svc:\n  pager: x",
+        "svc:\n  dashboard: javascript:alert(1)",
+        "svc:\n  owner: [1, 2]",
+        "svc: {owner: 'x'\n",
+    ],
+)
 def test_a_bad_runbook_file_is_refused_by_name(tmp_path: Path, text: str) -> None:
     book = tmp_path / "runbooks.yaml"
     book.write_text(text)
@@ -137,9 +166,14 @@ def test_a_delay_read_only_from_metrics_is_named_in_the_doubt_line() -> None:
 
     trace = demo_trace()
     top, ep = trace.hypotheses[0], trace.evidence_package
-    metrics_only = replace(trace, hypotheses=(replace(top, fault_type=FaultType.NETWORK_DELAY), *trace.hypotheses[1:]),
-                           evidence_package=replace(ep, evidence=tuple(
-                               replace(e, modality=Modality.METRICS) if e.id in top.evidence else e for e in ep.evidence)))  # fmt: skip
+    metrics_only = replace(
+        trace,
+        hypotheses=(replace(top, fault_type=FaultType.NETWORK_DELAY), *trace.hypotheses[1:]),
+        evidence_package=replace(
+            ep,
+            evidence=tuple(replace(e, modality=Modality.METRICS) if e.id in top.evidence else e for e in ep.evidence),
+        ),
+    )
     a = audit(metrics_only, AuditContext(nx.DiGraph()))
     earlier = [a.trust + 0.1 * (i + 1) for i in range(30)]
     verdict = Verdict("inv-1", "Frontend", Window(0, 600), metrics_only, a, standing=Standing.among(a.trust, earlier))
@@ -175,12 +209,18 @@ def test_run_checks_ends_with_a_conclusion_even_when_every_candidate_passes_its_
     from rca.star.verify import TestOutcome, VerificationRun
     from rca.trace import VerificationTest
 
-    hyps = tuple(Hypothesis(HypothesisId(f"h-{i}"), s, FaultType.CPU, 0.5 - i / 10, (), "") for i, s in enumerate(["a", "b"]))
+    hyps = tuple(
+        Hypothesis(HypothesisId(f"h-{i}"), s, FaultType.CPU, 0.5 - i / 10, (), "") for i, s in enumerate(["a", "b"])
+    )
 
     def check(i: int, observed: str) -> TestOutcome:
         h = HypothesisId(f"h-{i}")
-        return TestOutcome(VerificationTest(f"t{i}", h, "metrics", hyps[i].service, "q", "cpu", ((h, "anomalous"),), ""),
-                           observed, 5.0, "")  # fmt: skip
+        return TestOutcome(
+            VerificationTest(f"t{i}", h, "metrics", hyps[i].service, "q", "cpu", ((h, "anomalous"),), ""),
+            observed,
+            5.0,
+            "",
+        )
 
     both = replies.conclusion(VerificationRun((check(0, "anomalous"), check(1, "anomalous")), hyps, hyps))
     assert "cannot tell" in both and "a or b" in both

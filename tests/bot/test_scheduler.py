@@ -18,11 +18,21 @@ def test_next_run_reads_the_cron_in_its_time_zone() -> None:
     # Berlin moves to summer time that night: 09:00 local is 07:00 UTC
     assert next_run(daily("09:00", "Europe/Berlin"), "Europe/Berlin", after) == parse_timestamp("2026-03-29T07:00:00Z")
     assert next_run("30 17 * * 1-5", "UTC", parse_timestamp("2026-11-28T12:00:00Z")) == parse_timestamp(
-        "2026-11-30T17:30:00Z")  # Saturday -> Monday
+        "2026-11-30T17:30:00Z"
+    )  # Saturday -> Monday
 
 
-@pytest.mark.parametrize(("at", "tz"), [("25:00", "UTC"), ("9", "UTC"), ("09:60", "UTC"), ("09:00", "Mars/Olympus"),
-                                        ("09:00", "../../etc/passwd"), ("* * * * *", "UTC")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("at", "tz"),
+    [
+        ("25:00", "UTC"),
+        ("9", "UTC"),
+        ("09:60", "UTC"),
+        ("09:00", "Mars/Olympus"),
+        ("09:00", "../../etc/passwd"),
+        ("* * * * *", "UTC"),
+    ],
+)
 def test_a_bad_time_or_zone_is_refused_by_name(at: str, tz: str) -> None:
     with pytest.raises(InputError, match="time of day|time zone"):
         daily(at, tz)

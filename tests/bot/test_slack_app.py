@@ -32,13 +32,21 @@ CHANNEL = "C0INCIDENT"
 
 
 @asynccontextmanager
-async def running(tmp: Path, slice_: Path, *, settings_: dict[str, Any] | None = None, port: int | None = None,
-                  **standin: Any) -> AsyncIterator[tuple[Bot, SlackStandIn, str]]:  # fmt: skip
+async def running(
+    tmp: Path, slice_: Path, *, settings_: dict[str, Any] | None = None, port: int | None = None, **standin: Any
+) -> AsyncIterator[tuple[Bot, SlackStandIn, str]]:
     slack = SlackStandIn(**standin)
     await slack.start()
     chosen = {"db": tmp / "rcabot.db", **(settings_ or {})}
-    settings = Settings(bot_token=slack.token, signing_secret=SECRET, api_url=slack.api_url,
-                        data=slice_, now=parse_timestamp("2023-01-29T13:36:00Z"), workers=1, **chosen)  # fmt: skip
+    settings = Settings(
+        bot_token=slack.token,
+        signing_secret=SECRET,
+        api_url=slack.api_url,
+        data=slice_,
+        now=parse_timestamp("2023-01-29T13:36:00Z"),
+        workers=1,
+        **chosen,
+    )
     bot = build_bot(settings, stream_interval=0.2)
     port = port or free_port()
     runner = await start_http(bot, host="127.0.0.1", port=port)
@@ -50,8 +58,9 @@ async def running(tmp: Path, slice_: Path, *, settings_: dict[str, Any] | None =
         bot.close()
 
 
-async def post(url: str, body: tuple[str, str], *, secret: str = SECRET,
-               headers: dict[str, str] | None = None) -> tuple[int, str, float]:  # fmt: skip
+async def post(
+    url: str, body: tuple[str, str], *, secret: str = SECRET, headers: dict[str, str] | None = None
+) -> tuple[int, str, float]:
     text, content_type = body
     h = {"Content-Type": content_type, **sign(secret, text), **(headers or {})}
     started = time.monotonic()
@@ -79,7 +88,9 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             assert "Frontend" in parent.params["text"] and parent.params["channel"] == CHANNEL
             verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c))
             thread = verdict.params["thread_ts"]
-            assert VERIFY in blocks_text(verdict) and any(f"Reasoning {w}" in blocks_text(verdict) for w in ("checked", "weak"))
+            assert VERIFY in blocks_text(verdict) and any(
+                f"Reasoning {w}" in blocks_text(verdict) for w in ("checked", "weak")
+            )
             stream = slack.of("chat.startStream")
             assert stream and stream[0].params["thread_ts"] == thread and stream[0].params["recipient_team_id"]
             streamed = " ".join(str(c.params.get("chunks")) for c in slack.calls if "Stream" in c.method)
@@ -89,14 +100,19 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             done = await slack.wait_for(lambda c: c.method == "files.completeUploadExternal")
             assert done.params["thread_ts"] == thread and done.params["channel_id"] == CHANNEL
             assert next(iter(slack.uploads.values())).startswith(b"\x89PNG")
-            await slack.wait_for(lambda c: c.method == "chat.update" and "done" in str(c.params.get("text", "")) + blocks_text(c))
+            await slack.wait_for(
+                lambda c: c.method == "chat.update" and "done" in str(c.params.get("text", "")) + blocks_text(c)
+            )
             inv = bot.store.by_thread(CHANNEL, thread)
             assert inv is not None and inv.status == "done" and inv.trace is not None
 
             # a retried delivery of the same command starts nothing new
             before = len(slack.of("chat.postMessage"))
-            status, _, _ = await post(url, command_body("Frontend 10m", response_url=slack.response_url()),
-                                      headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})  # fmt: skip
+            status, _, _ = await post(
+                url,
+                command_body("Frontend 10m", response_url=slack.response_url()),
+                headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"},
+            )
             assert status == 200
             await asyncio.sleep(0.5)
             assert len(slack.of("chat.postMessage")) == before
@@ -105,20 +121,41 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             # Run repair: its steps stream; a repair that changes nothing says so in one line, and the
             # verdict is not posted again
             posted = len(slack.of("chat.postMessage"))
-            status, _, _ = await post(url, action_body(REPAIR, inv.id, channel=CHANNEL, message_ts=thread,
-                                                       response_url=slack.response_url("r2"), trigger_id="t-repair"))  # fmt: skip
+            status, _, _ = await post(
+                url,
+                action_body(
+                    REPAIR,
+                    inv.id,
+                    channel=CHANNEL,
+                    message_ts=thread,
+                    response_url=slack.response_url("r2"),
+                    trigger_id="t-repair",
+                ),
+            )
             assert status == 200
-            said = await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Repair changed nothing"
-                                        in str(c.params.get("text")))  # fmt: skip
+            said = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and "Repair changed nothing" in str(c.params.get("text"))
+            )
             await asyncio.sleep(0.5)
             assert said.params["thread_ts"] == thread and len(slack.of("chat.postMessage")) == posted + 1
             starts = slack.of("chat.startStream")  # the investigation's and the repair's, each accepted
             assert len(starts) >= 2 and all(c.response.get("ok") for c in starts)
 
             # Run verification tests: the table of test, expected, observed and the re-ranking
-            await post(url, action_body(VERIFY, inv.id, channel=CHANNEL, message_ts=thread,
-                                        response_url=slack.response_url("r3"), trigger_id="t-verify"))  # fmt: skip
-            tests = await slack.wait_for(lambda c: c.method == "chat.postMessage" and "Checks:" in str(c.params.get("text")))
+            await post(
+                url,
+                action_body(
+                    VERIFY,
+                    inv.id,
+                    channel=CHANNEL,
+                    message_ts=thread,
+                    response_url=slack.response_url("r3"),
+                    trigger_id="t-verify",
+                ),
+            )
+            tests = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and "Checks:" in str(c.params.get("text"))
+            )
             assert "observed" in blocks_text(tests) and "Re-ranked" in blocks_text(tests)
             assert "Conclusion" in blocks_text(tests)  # the checks end with what they say
             assert bot.store.verifications(inv.id)
@@ -126,45 +163,108 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             # a thread reply is answered in the thread, from the stored investigation
             runner_up = inv.trace["hypothesis_set"]["hypotheses"][1]["service"]
             question = f"why not {runner_up}?"
-            status, _, _ = await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL",
-                                                       "text": question, "ts": "1700009999.000100",
-                                                       "thread_ts": thread}, event_id="Ev0FOLLOWUP"))  # fmt: skip
+            status, _, _ = await post(
+                url,
+                event_body(
+                    {
+                        "type": "message",
+                        "channel": CHANNEL,
+                        "user": "U0ONCALL",
+                        "text": question,
+                        "ts": "1700009999.000100",
+                        "thread_ts": thread,
+                    },
+                    event_id="Ev0FOLLOWUP",
+                ),
+            )
             assert status == 200
-            reply = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("thread_ts") == thread
-                                         and f"{runner_up} is ranked #2" in blocks_text(c))  # fmt: skip
+            reply = await slack.wait_for(
+                lambda c: (
+                    c.method == "chat.postMessage"
+                    and c.params.get("thread_ts") == thread
+                    and f"{runner_up} is ranked #2" in blocks_text(c)
+                )
+            )
             assert reply.params["channel"] == CHANNEL
             assert bot.store.questions(inv.id)[0][0] == question
             answers = len(slack.of("chat.postMessage"))
-            status, _, _ = await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL",
-                                                       "text": question, "ts": "1700009999.000100",
-                                                       "thread_ts": thread}, event_id="Ev0FOLLOWUP"),
-                                      headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})  # fmt: skip
+            status, _, _ = await post(
+                url,
+                event_body(
+                    {
+                        "type": "message",
+                        "channel": CHANNEL,
+                        "user": "U0ONCALL",
+                        "text": question,
+                        "ts": "1700009999.000100",
+                        "thread_ts": thread,
+                    },
+                    event_id="Ev0FOLLOWUP",
+                ),
+                headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"},
+            )
             await asyncio.sleep(0.5)
-            assert status == 200 and len(slack.of("chat.postMessage")) == answers  # a redelivered event: no second answer
+            assert (
+                status == 200 and len(slack.of("chat.postMessage")) == answers
+            )  # a redelivered event: no second answer
             assert len(bot.store.questions(inv.id)) == 1
 
             # feedback: correct is kept; wrong opens the form, whose true cause is validated
-            await post(url, action_body(CORRECT, inv.id, channel=CHANNEL, message_ts=thread,
-                                        response_url=slack.response_url("r4"), trigger_id="t-correct"))  # fmt: skip
+            await post(
+                url,
+                action_body(
+                    CORRECT,
+                    inv.id,
+                    channel=CHANNEL,
+                    message_ts=thread,
+                    response_url=slack.response_url("r4"),
+                    trigger_id="t-correct",
+                ),
+            )
             await slack.wait_for(lambda c: c.method == "chat.postEphemeral")
-            await post(url, action_body(WRONG, inv.id, channel=CHANNEL, message_ts=thread,
-                                        response_url=slack.response_url("r5"), trigger_id="t-wrong"))  # fmt: skip
+            await post(
+                url,
+                action_body(
+                    WRONG,
+                    inv.id,
+                    channel=CHANNEL,
+                    message_ts=thread,
+                    response_url=slack.response_url("r5"),
+                    trigger_id="t-wrong",
+                ),
+            )
             form = await slack.wait_for(lambda c: c.method == "views.open")
             assert form.params["trigger_id"] == "t-wrong"
-            status, body, _ = await post(url, view_body(FEEDBACK_VIEW, inv.id, {"cause": "ts-contacts-servce", "note": ""},
-                                                        trigger_id="t-view-1"))  # fmt: skip
-            assert status == 200 and "Did you mean ts-contacts-service" in body and '"response_action": "errors"' in body.replace("\":\"", "\": \"")
-            status, body, _ = await post(url, view_body(FEEDBACK_VIEW, inv.id, {"cause": "ts-contacts-service", "note": "cpu hog"},
-                                                        trigger_id="t-view-2"))  # fmt: skip
+            status, body, _ = await post(
+                url,
+                view_body(FEEDBACK_VIEW, inv.id, {"cause": "ts-contacts-servce", "note": ""}, trigger_id="t-view-1"),
+            )
+            assert (
+                status == 200
+                and "Did you mean ts-contacts-service" in body
+                and '"response_action": "errors"' in body.replace('":"', '": "')
+            )
+            status, body, _ = await post(
+                url,
+                view_body(
+                    FEEDBACK_VIEW, inv.id, {"cause": "ts-contacts-service", "note": "cpu hog"}, trigger_id="t-view-2"
+                ),
+            )
             assert status == 200
             assert [f.correct for f in bot.store.feedback(inv.id)] == [True, False]
             assert bot.store.feedback(inv.id)[1].true_cause == "ts-contacts-service"
 
             # the channel subscribes to a daily summary; a bad time is refused by name
             replied = len(slack.responses)
-            await post(url, command_body("summary daily 25:00", response_url=slack.response_url("s1"), trigger_id="t-s1"))
-            await post(url, command_body("summary daily 09:00 Europe/Berlin", response_url=slack.response_url("s2"),
-                                         trigger_id="t-s2"))  # fmt: skip
+            await post(
+                url, command_body("summary daily 25:00", response_url=slack.response_url("s1"), trigger_id="t-s1")
+            )
+            await post(
+                url,
+                command_body(
+                    "summary daily 09:00 Europe/Berlin", response_url=slack.response_url("s2"), trigger_id="t-s2"
+                ),
+            )
             await slack.wait_for(lambda c: "every day at 09:00 Europe/Berlin" in blocks_text(c))
             await _response(slack, replied + 2)
             texts = [r["text"] for r in slack.responses[replied:]]
@@ -172,15 +272,26 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             sub = bot.schedule.subscription(CHANNEL)
             assert sub is not None and sub.tz == "Europe/Berlin" and sub.next_run > time.time()
             before = len(slack.responses)
-            status, body, _ = await post(url, command_body("status", response_url=slack.response_url(), trigger_id="t-s3"))
+            status, body, _ = await post(
+                url, command_body("status", response_url=slack.response_url(), trigger_id="t-s3")
+            )
             assert status == 200 and "Daily summary" not in body  # acked at once: the status reads the database after
             await _response(slack, before + 1)
-            assert "Daily summary here: next at" in slack.responses[before]["text"] and "Europe/Berlin" in slack.responses[before]["text"]
+            assert (
+                "Daily summary here: next at" in slack.responses[before]["text"]
+                and "Europe/Berlin" in slack.responses[before]["text"]
+            )
             # its slot comes: the summary job posts the last day's investigations of this channel
             bot.schedule.subscribe(CHANNEL, cron=sub.cron, tz=sub.tz, user="U0ONCALL", now=time.time() - 86400)
             job = asyncio.create_task(bot.front.run_summaries())
-            summary = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == CHANNEL
-                                           and "Daily RCA summary" in str(c.params.get("text")), timeout=10)  # fmt: skip
+            summary = await slack.wait_for(
+                lambda c: (
+                    c.method == "chat.postMessage"
+                    and c.params["channel"] == CHANNEL
+                    and "Daily RCA summary" in str(c.params.get("text"))
+                ),
+                timeout=10,
+            )
             job.cancel()
             assert "Daily RCA summary: 1 investigation" in summary.params["text"]
             assert "Frontend" in blocks_text(summary) and "accuracy" in blocks_text(summary)
@@ -196,14 +307,21 @@ def test_refusals_and_usage(tmp_path: Path, nezha_slice: Path) -> None:
             assert status == 401
             text, ctype = command_body("Frontend", response_url=slack.response_url())
             stale = sign(SECRET, text, timestamp=int(time.time()) - 600)
-            async with aiohttp.ClientSession() as s, s.post(url, data=text, headers={"Content-Type": ctype, **stale}) as r:
+            async with (
+                aiohttp.ClientSession() as s,
+                s.post(url, data=text, headers={"Content-Type": ctype, **stale}) as r,
+            ):
                 assert r.status == 401
             # bad arguments: the usage message, ephemeral, and nothing starts
-            status, body, _ = await post(url, command_body("<script> 10m", response_url=slack.response_url(), trigger_id="t-a"))
+            status, body, _ = await post(
+                url, command_body("<script> 10m", response_url=slack.response_url(), trigger_id="t-a")
+            )
             assert status == 200 and "Usage" in body and "ephemeral" in body
             status, body, _ = await post(url, command_body("help", response_url=slack.response_url(), trigger_id="t-b"))
             assert "Usage" in body
-            status, body, _ = await post(url, command_body("status", response_url=slack.response_url(), trigger_id="t-c"))
+            status, body, _ = await post(
+                url, command_body("status", response_url=slack.response_url(), trigger_id="t-c")
+            )
             await _response(slack, 1)
             assert "No investigation is running" in slack.responses[0]["text"]
             await post(url, command_body("Frontnd 10m", response_url=slack.response_url("bad"), trigger_id="t-d"))
@@ -222,7 +340,11 @@ def test_refusals_and_usage(tmp_path: Path, nezha_slice: Path) -> None:
 
 def test_stream_falls_back_to_update_and_honours_retry_after(tmp_path: Path, nezha_slice: Path) -> None:
     async def scenario() -> None:
-        async with running(tmp_path, nezha_slice, streaming=False, rate_limit_once={"chat.update"}) as (bot, slack, url):
+        async with running(tmp_path, nezha_slice, streaming=False, rate_limit_once={"chat.update"}) as (
+            bot,
+            slack,
+            url,
+        ):
             await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
             await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c))
             progress = [c for c in slack.of("chat.postMessage") if "Reading telemetry" in str(c.params.get("text"))]
@@ -249,7 +371,9 @@ def test_a_second_rca_links_to_the_running_one(tmp_path: Path, nezha_slice: Path
         async with running(tmp_path, nezha_slice) as (bot, slack, url):
             run = await bot.desk.open("Frontend", "10m", channel=CHANNEL, user="U0OTHER")  # running, not finished
             await bot.desk.set_thread(run.id, parent_ts="1700000000.000100", thread_ts="1700000000.000100")
-            status, _, _ = await post(url, command_body("Frontend 5m", response_url=slack.response_url("dup"), trigger_id="t-dup"))
+            status, _, _ = await post(
+                url, command_body("Frontend 5m", response_url=slack.response_url("dup"), trigger_id="t-dup")
+            )
             assert status == 200
             for _ in range(50):
                 if slack.responses:
@@ -276,32 +400,57 @@ def test_allow_lists_and_a_slack_5xx(tmp_path: Path, nezha_slice: Path) -> None:
     allow = {"allowed_channels": frozenset({CHANNEL}), "allowed_users": frozenset({"S0ONCALL"})}
 
     async def scenario() -> None:
-        async with running(tmp_path, nezha_slice, settings_=allow, usergroups={"S0ONCALL": ["U0ONCALL"]},
-                           server_error_once={"chat.postMessage"}) as (bot, slack, url):  # fmt: skip
+        async with running(
+            tmp_path,
+            nezha_slice,
+            settings_=allow,
+            usergroups={"S0ONCALL": ["U0ONCALL"]},
+            server_error_once={"chat.postMessage"},
+        ) as (bot, slack, url):
             # refused after the ack (the allow-list may ask Slack who is in a group), through the response URL
-            _, body, _ = await post(url, command_body("Frontend 10m", response_url=slack.response_url("chan"),
-                                                      channel="C0OTHER", trigger_id="t-chan"))  # fmt: skip
+            _, body, _ = await post(
+                url,
+                command_body(
+                    "Frontend 10m", response_url=slack.response_url("chan"), channel="C0OTHER", trigger_id="t-chan"
+                ),
+            )
             assert body == ""
             await _response(slack, 1)
             assert "not enabled for you" in slack.responses[-1]["text"]
             ack_seen = time.monotonic()
-            _, body, _ = await post(url, command_body("Frontend 10m", response_url=slack.response_url("user"), user="U0STRANGER",
-                                                      trigger_id="t-user"))  # fmt: skip
+            _, body, _ = await post(
+                url,
+                command_body(
+                    "Frontend 10m", response_url=slack.response_url("user"), user="U0STRANGER", trigger_id="t-user"
+                ),
+            )
             await _response(slack, 2)
             assert "not enabled for you" in slack.responses[-1]["text"]
             groups = [c for c in slack.calls if c.method == "usergroups.users.list"]
             assert groups and all(c.at > ack_seen for c in groups)  # asked only after that ack
             assert bot.store.between(0, time.time() + 1) == []
             # a member of the allowed user group may; the first post meets a 503 and is retried
-            _, body, _ = await post(url, command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="t-ok"))
+            _, body, _ = await post(
+                url, command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="t-ok")
+            )
             assert "not enabled" not in body
             verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c))
             assert [c.status for c in slack.calls if c.method == "chat.postMessage"][0] == 503
             assert len([c for c in slack.of("chat.postMessage") if not c.params.get("thread_ts")]) == 1
             inv = bot.store.by_thread(CHANNEL, verdict.params["thread_ts"])
             assert inv is not None
-            await post(url, action_body(REPAIR, inv.id, channel=CHANNEL, message_ts=verdict.params["thread_ts"],
-                                        response_url=slack.response_url("denied"), trigger_id="t-rep", user="U0STRANGER"))  # fmt: skip
+            await post(
+                url,
+                action_body(
+                    REPAIR,
+                    inv.id,
+                    channel=CHANNEL,
+                    message_ts=verdict.params["thread_ts"],
+                    response_url=slack.response_url("denied"),
+                    trigger_id="t-rep",
+                    user="U0STRANGER",
+                ),
+            )
             for _ in range(30):
                 if slack.responses:
                     break
@@ -319,11 +468,14 @@ def test_every_listener_acks_before_it_calls_slack(tmp_path: Path, nezha_slice: 
     allow = {"allowed_users": frozenset({"S0ONCALL"})}
 
     async def scenario() -> None:
-        async with running(tmp_path, nezha_slice, settings_=allow, usergroups={"S0ONCALL": ["U0ONCALL"]},
-                           delay=2.5) as (bot, slack, url):  # fmt: skip
+        async with running(
+            tmp_path, nezha_slice, settings_=allow, usergroups={"S0ONCALL": ["U0ONCALL"]}, delay=2.5
+        ) as (bot, slack, url):
             status, _, seconds = await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
             assert status == 200 and seconds < 2.0
-            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
+            verdict = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120
+            )
             thread = verdict.params["thread_ts"]
             inv = bot.store.by_thread(CHANNEL, thread)
             assert inv is not None
@@ -331,30 +483,62 @@ def test_every_listener_acks_before_it_calls_slack(tmp_path: Path, nezha_slice: 
             assert seconds < 2.0
             # one at a time, each one's work done before the next (work on the bot's threads slows
             # every ack: that is the multi-process issue's, not this test's)
-            done = {VERIFY: "Checks:", CORRECT: "marked this verdict correct", WRONG: "",
-                    REPAIR: "Repair changed nothing"}  # fmt: skip
+            done = {
+                VERIFY: "Checks:",
+                CORRECT: "marked this verdict correct",
+                WRONG: "",
+                REPAIR: "Repair changed nothing",
+            }
             for action, trigger in ((VERIFY, "t-v"), (CORRECT, "t-c"), (WRONG, "t-w"), (REPAIR, "t-r")):
-                _, _, seconds = await post(url, action_body(action, inv.id, channel=CHANNEL, message_ts=thread,
-                                                            response_url=slack.response_url(trigger), trigger_id=trigger))  # fmt: skip
+                _, _, seconds = await post(
+                    url,
+                    action_body(
+                        action,
+                        inv.id,
+                        channel=CHANNEL,
+                        message_ts=thread,
+                        response_url=slack.response_url(trigger),
+                        trigger_id=trigger,
+                    ),
+                )
                 assert seconds < 2.0, action
                 if done[action]:
-                    await slack.wait_for(lambda c, a=action: c.method == "chat.postMessage"
-                                         and done[a] in str(c.params.get("text")) + blocks_text(c), timeout=120)  # fmt: skip
+                    await slack.wait_for(
+                        lambda c, a=action: (
+                            c.method == "chat.postMessage" and done[a] in str(c.params.get("text")) + blocks_text(c)
+                        ),
+                        timeout=120,
+                    )
                 else:
                     await slack.wait_for(lambda c: c.method == "views.open")
-            _, body, seconds = await post(url, view_body(FEEDBACK_VIEW, inv.id, {"cause": "ts-contacts-service", "note": ""},
-                                                         trigger_id="t-view"))  # fmt: skip
+            _, body, seconds = await post(
+                url, view_body(FEEDBACK_VIEW, inv.id, {"cause": "ts-contacts-service", "note": ""}, trigger_id="t-view")
+            )
             assert seconds < 2.0 and "errors" not in body
-            await slack.wait_for(lambda c: c.method == "chat.postMessage" and "marked this verdict wrong" in blocks_text(c))
-            _, _, seconds = await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL",
-                                                        "text": "why?", "ts": "1700009999.000200", "thread_ts": thread},
-                                                       event_id="Ev0ACKFIRST"))  # fmt: skip
+            await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and "marked this verdict wrong" in blocks_text(c)
+            )
+            _, _, seconds = await post(
+                url,
+                event_body(
+                    {
+                        "type": "message",
+                        "channel": CHANNEL,
+                        "user": "U0ONCALL",
+                        "text": "why?",
+                        "ts": "1700009999.000200",
+                        "thread_ts": thread,
+                    },
+                    event_id="Ev0ACKFIRST",
+                ),
+            )
             assert seconds < 2.0
             await asyncio.sleep(2.0)
             assert slack.open_streams() == []  # every stream, the repair's too, was stopped
             starts = slack.of("chat.startStream")
-            assert len(starts) >= 2 and all(c.params.get("recipient_team_id") and c.params.get("recipient_user_id")
-                                            for c in starts)  # fmt: skip
+            assert len(starts) >= 2 and all(
+                c.params.get("recipient_team_id") and c.params.get("recipient_user_id") for c in starts
+            )
 
     run(scenario)
 
@@ -365,18 +549,35 @@ def test_a_private_channels_investigation_is_never_shown_elsewhere(tmp_path: Pat
 
     async def scenario() -> None:
         async with running(tmp_path, nezha_slice) as (bot, slack, url):
-            trace = {"decision_report": {"ranking": [{"service": "ts-secret-service", "fault_type": "cpu",
-                                                      "confidence": 0.8, "hypothesis": "h-1"}]},
-                     "evidence_package": {"missing": []}}  # fmt: skip
-            bot.store.start(id="inv-private", service="ts-secret-gateway", window=(0.0, 60.0), channel="G0PRIVATE",
-                            user="U0OTHER", engine="lats")  # fmt: skip
+            trace = {
+                "decision_report": {
+                    "ranking": [
+                        {"service": "ts-secret-service", "fault_type": "cpu", "confidence": 0.8, "hypothesis": "h-1"}
+                    ]
+                },
+                "evidence_package": {"missing": []},
+            }
+            bot.store.start(
+                id="inv-private",
+                service="ts-secret-gateway",
+                window=(0.0, 60.0),
+                channel="G0PRIVATE",
+                user="U0OTHER",
+                engine="lats",
+            )
             bot.store.finish("inv-private", trace=trace, audit={"score": 0.9, "route": "accept", "blamed_stage": None})
-            await post(url, command_body("summary", response_url=slack.response_url("s1"), channel=CHANNEL, trigger_id="t-s1"))
+            await post(
+                url, command_body("summary", response_url=slack.response_url("s1"), channel=CHANNEL, trigger_id="t-s1")
+            )
             here = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == CHANNEL)
             assert "0 investigation" in here.params["text"] and "secret" not in blocks_text(here)
-            await post(url, command_body("summary", response_url=slack.response_url("s2"), channel="G0PRIVATE",
-                                         trigger_id="t-s2"))
-            there = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == "G0PRIVATE")
+            await post(
+                url,
+                command_body("summary", response_url=slack.response_url("s2"), channel="G0PRIVATE", trigger_id="t-s2"),
+            )
+            there = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and c.params["channel"] == "G0PRIVATE"
+            )
             assert "1 investigation" in there.params["text"] and "ts-secret-service" in blocks_text(there)
 
     run(scenario)
@@ -389,23 +590,46 @@ def test_the_thread_is_answered_when_asked_and_left_alone_otherwise(tmp_path: Pa
     async def scenario() -> None:
         async with running(tmp_path, nezha_slice, settings_={"thread_questions": 2}) as (bot, slack, url):
             await post(url, command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="t-rca"))
-            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
+            verdict = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120
+            )
             thread = verdict.params["thread_ts"]
 
             def in_thread() -> list[Any]:
-                return [c for c in slack.of("chat.postMessage") if c.params.get("thread_ts") == thread and c is not verdict
-                        and c.at > verdict.at]  # fmt: skip
+                return [
+                    c
+                    for c in slack.of("chat.postMessage")
+                    if c.params.get("thread_ts") == thread and c is not verdict and c.at > verdict.at
+                ]
 
             async def say(text: str, n: int) -> None:
-                await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL", "text": text,
-                                            "ts": f"1700009999.{n:06d}", "thread_ts": thread}, event_id=f"Ev0T{n}"))  # fmt: skip
+                await post(
+                    url,
+                    event_body(
+                        {
+                            "type": "message",
+                            "channel": CHANNEL,
+                            "user": "U0ONCALL",
+                            "text": text,
+                            "ts": f"1700009999.{n:06d}",
+                            "thread_ts": thread,
+                        },
+                        event_id=f"Ev0T{n}",
+                    ),
+                )
 
             await say("checking the dashboards now, brb", 1)
             await asyncio.sleep(1.0)
             assert in_thread() == []  # chatter: no reply
             await say("why not ts-order-service?", 2)
-            await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("thread_ts") == thread
-                                 and "ts-order-service" in blocks_text(c) and c.at > verdict.at)  # fmt: skip
+            await slack.wait_for(
+                lambda c: (
+                    c.method == "chat.postMessage"
+                    and c.params.get("thread_ts") == thread
+                    and "ts-order-service" in blocks_text(c)
+                    and c.at > verdict.at
+                )
+            )
             await say("what should we check next?", 3)
             await slack.wait_for(lambda c: len(in_thread()) >= 2)
             await say("and the timeline?", 4)  # past the budget of two: said once
@@ -417,8 +641,9 @@ def test_the_thread_is_answered_when_asked_and_left_alone_otherwise(tmp_path: Pa
     run(scenario)
 
 
-def test_the_words_the_thread_help_advertises_work_and_the_team_runbook_answers_ownership(tmp_path: Path,
-                                                                                         nezha_slice: Path) -> None:  # fmt: skip
+def test_the_words_the_thread_help_advertises_work_and_the_team_runbook_answers_ownership(
+    tmp_path: Path, nezha_slice: Path
+) -> None:
     """`evidence`, `timeline` and `help`, said as they are, are answered; who owns the blamed
     service and how to roll it back come from RCABOT_RUNBOOKS with no language model; answers
     speak the verdict's words (no evidence ids, no robust z)."""
@@ -428,14 +653,34 @@ def test_the_words_the_thread_help_advertises_work_and_the_team_runbook_answers_
     async def scenario() -> None:
         async with running(tmp_path, nezha_slice, settings_={"runbooks": book}) as (_bot, slack, url):
             await post(url, command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="t-rca"))
-            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
+            verdict = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120
+            )
             thread = verdict.params["thread_ts"]
 
             async def ask(text: str, n: int) -> str:
-                await post(url, event_body({"type": "message", "channel": CHANNEL, "user": "U0ONCALL", "text": text,
-                                            "ts": f"1700009998.{n:06d}", "thread_ts": thread}, event_id=f"Ev0H{n}"))  # fmt: skip
-                got = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params.get("thread_ts") == thread
-                                           and c.at > verdict.at and c.params.get("text") not in seen)  # fmt: skip
+                await post(
+                    url,
+                    event_body(
+                        {
+                            "type": "message",
+                            "channel": CHANNEL,
+                            "user": "U0ONCALL",
+                            "text": text,
+                            "ts": f"1700009998.{n:06d}",
+                            "thread_ts": thread,
+                        },
+                        event_id=f"Ev0H{n}",
+                    ),
+                )
+                got = await slack.wait_for(
+                    lambda c: (
+                        c.method == "chat.postMessage"
+                        and c.params.get("thread_ts") == thread
+                        and c.at > verdict.at
+                        and c.params.get("text") not in seen
+                    )
+                )
                 seen.add(got.params.get("text"))
                 return blocks_text(got)
 
@@ -457,7 +702,9 @@ def test_times_are_shown_in_the_askers_zone_with_the_date(tmp_path: Path, nezha_
     async def scenario() -> None:
         async with running(tmp_path, nezha_slice, zones={"U0ONCALL": "America/New_York"}) as (_bot, slack, url):
             await post(url, command_body("Frontend 10m", response_url=slack.response_url(), trigger_id="t-tz"))
-            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120)
+            verdict = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120
+            )
             words = blocks_text(verdict)
             assert " EST)" in words and " UTC)" not in words  # 13:3x UTC is 08:3x in New York in January
             parent = next(c for c in slack.of("chat.postMessage") if "Root-cause analysis" in blocks_text(c))

@@ -19,17 +19,29 @@ def test_socket_mode_end_to_end(tmp_path: Path) -> None:
         slack = SlackStandIn()
         await slack.start()
         port = free_port()
-        proc = serve_process(slack, secret="", port=port, db=tmp_path / "rcabot.db",
-                             extra={"SLACK_APP_TOKEN": slack.app_token})  # fmt: skip
+        proc = serve_process(
+            slack, secret="", port=port, db=tmp_path / "rcabot.db", extra={"SLACK_APP_TOKEN": slack.app_token}
+        )
         try:
             await wait_until_up(port)  # the health check serves in Socket Mode too
             await slack.wait_for(lambda c: c.method == "apps.connections.open", timeout=30)
-            payload = {"token": "legacy", "team_id": TEAM, "channel_id": "C0SOCKET", "user_id": "U0ONCALL",
-                       "command": "/rca", "text": "Frontend 10m", "api_app_id": "A0RCABOT",
-                       "response_url": slack.response_url(), "trigger_id": "socket.1"}  # fmt: skip
-            await slack.socket_outbox.put({"envelope_id": "env-1", "type": "slash_commands", "payload": payload,
-                                           "accepts_response_payload": True})  # fmt: skip
-            verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in json.dumps(c.params.get("blocks")))
+            payload = {
+                "token": "legacy",
+                "team_id": TEAM,
+                "channel_id": "C0SOCKET",
+                "user_id": "U0ONCALL",
+                "command": "/rca",
+                "text": "Frontend 10m",
+                "api_app_id": "A0RCABOT",
+                "response_url": slack.response_url(),
+                "trigger_id": "socket.1",
+            }
+            await slack.socket_outbox.put(
+                {"envelope_id": "env-1", "type": "slash_commands", "payload": payload, "accepts_response_payload": True}
+            )
+            verdict = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and REPAIR in json.dumps(c.params.get("blocks"))
+            )
             assert verdict.params["channel"] == "C0SOCKET" and verdict.params["thread_ts"]
             assert any(m.get("envelope_id") == "env-1" for m in slack.socket_inbox)  # acknowledged
         finally:

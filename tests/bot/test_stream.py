@@ -25,8 +25,9 @@ async def _with_standin(body: object) -> SlackStandIn:
 
 def test_a_stream_closed_before_its_first_flush_is_still_stopped() -> None:
     async def body(client: AsyncWebClient, slack: SlackStandIn) -> None:
-        stream = ThreadStream(client, channel="C0INCIDENT", thread_ts="1700000000.000001", team_id=TEAM,
-                              user_id="U0ONCALL", interval=30.0)  # fmt: skip
+        stream = ThreadStream(
+            client, channel="C0INCIDENT", thread_ts="1700000000.000001", team_id=TEAM, user_id="U0ONCALL", interval=30.0
+        )
         await stream.add("reading metrics")
         await stream.close("done")
         assert slack.of("chat.startStream") and slack.open_streams() == []
@@ -42,14 +43,16 @@ def test_a_stream_in_a_channel_names_its_recipient_or_slack_refuses_it() -> None
             await client.chat_startStream(channel="C0INCIDENT", thread_ts="1700000000.000001")
         assert refused.value.response["error"] == "invalid_arguments"
         # so a stream with no one to name (an investigation an alert started) does not ask for one
-        anonymous = ThreadStream(client, channel="C0INCIDENT", thread_ts="1700000000.000001", interval=0.0,
-                                 stream=False)  # fmt: skip
+        anonymous = ThreadStream(
+            client, channel="C0INCIDENT", thread_ts="1700000000.000001", interval=0.0, stream=False
+        )
         await anonymous.add("one line")
         await anonymous.close()
         assert anonymous.mode == "update" and len(slack.of("chat.startStream")) == 1
         assert slack.of("chat.postMessage")
-        named = ThreadStream(client, channel="C0INCIDENT", thread_ts="1700000000.000002", team_id=TEAM,
-                             user_id="U0ONCALL", interval=0.0)  # fmt: skip
+        named = ThreadStream(
+            client, channel="C0INCIDENT", thread_ts="1700000000.000002", team_id=TEAM, user_id="U0ONCALL", interval=0.0
+        )
         await named.add("one line")
         await named.close()
         assert named.mode == "stream" and slack.open_streams() == []

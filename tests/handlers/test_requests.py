@@ -14,7 +14,10 @@ from rca.errors import InputError
         ("ts-order-service 14:05 to 14:35", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "14:05 - 14:35")),
         ("checkout last 1 hour", RcaCommand(Kind.INVESTIGATE, "checkout", "1 hour")),
         ("ts-order-service last 90s", RcaCommand(Kind.INVESTIGATE, "ts-order-service", "90s")),
-        ("api 2026-01-29T13:00Z/2026-01-29T13:30Z", RcaCommand(Kind.INVESTIGATE, "api", "2026-01-29T13:00Z/2026-01-29T13:30Z")),
+        (
+            "api 2026-01-29T13:00Z/2026-01-29T13:30Z",
+            RcaCommand(Kind.INVESTIGATE, "api", "2026-01-29T13:00Z/2026-01-29T13:30Z"),
+        ),
         ("", RcaCommand(Kind.HELP)),
         ("help", RcaCommand(Kind.HELP)),
         ("STATUS", RcaCommand(Kind.STATUS)),
@@ -28,16 +31,37 @@ def test_parses(text: str, expected: RcaCommand) -> None:
     assert parse_rca_command(text) == expected
 
 
-@pytest.mark.parametrize("text", ["<@U123> 10m", "$(rm -rf) 5m", "svc a b c d", "x" * 400, "{job=~\".+\"} 5m", "ü-service",
-                                  "summary weekly 09:00", "summary daily", "summary daily 09:00 UTC extra"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<@U123> 10m",
+        "$(rm -rf) 5m",
+        "svc a b c d",
+        "x" * 400,
+        '{job=~".+"} 5m',
+        "ü-service",
+        "summary weekly 09:00",
+        "summary daily",
+        "summary daily 09:00 UTC extra",
+    ],
+)
 def test_refuses_with_a_reason(text: str) -> None:
     with pytest.raises(InputError) as err:
         parse_rca_command(text)
     assert str(err.value)
 
 
-@pytest.mark.parametrize(("typed", "seconds"), [("1 hour", 3600), ("1h 30m", 5400), ("90 minutes", 5400), ("2 days", 172800),
-                                                ("45 secs", 45), ("14:05 - 14:35", 1800)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("typed", "seconds"),
+    [
+        ("1 hour", 3600),
+        ("1h 30m", 5400),
+        ("90 minutes", 5400),
+        ("2 days", 172800),
+        ("45 secs", 45),
+        ("14:05 - 14:35", 1800),
+    ],
+)
 def test_windows_read_as_people_type_them(typed: str, seconds: int) -> None:
     from rca.windows import parse_window
 

@@ -20,7 +20,9 @@ def test_the_lab_fixture_holds_eight_labelled_incidents_of_several_families() ->
     names = {s.name for s in shop.services}
     cases = find_cases(FIXTURE)
     assert len(cases) == 8
-    assert len({c.label.fault_type for c in cases}) >= 5 and FaultType.UNKNOWN not in {c.label.fault_type for c in cases}
+    assert len({c.label.fault_type for c in cases}) >= 5 and FaultType.UNKNOWN not in {
+        c.label.fault_type for c in cases
+    }
     assert {c.label.service for c in cases} <= names
     for case in cases:
         assert case.incident.symptom == shop.entry

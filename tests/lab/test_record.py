@@ -57,7 +57,9 @@ def test_a_recorded_cpu_hog_is_labelled_read_back_and_named(prometheus: None, tm
 async def _cpu_rise(incident: Incident, start: float) -> dict[str, float]:
     """Per service, its median CPU over the fault's first minute less that of the half minute before."""
     assert incident.sources.metrics is not None
-    series = await incident.sources.metrics.series(MetricQuery(Window(start - 45, start + 60), (), ("CpuUsageRate(%)",)))
+    series = await incident.sources.metrics.series(
+        MetricQuery(Window(start - 45, start + 60), (), ("CpuUsageRate(%)",))
+    )
     out = {}
     for s in series:
         before = s.values[(s.timestamps < start) & (s.timestamps >= start - 30)]
@@ -90,8 +92,23 @@ def test_a_recording_stopped_by_sigterm_leaves_no_process_behind(prometheus: Non
     import sys
     import time
 
-    cmd = [sys.executable, "-m", "bot.cli", "lab", "record", "--out", str(tmp_path), "--seeds", "7", "--faults", "1",
-           "--warmup", "10m", "--parallel", "1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "lab",
+        "record",
+        "--out",
+        str(tmp_path),
+        "--seeds",
+        "7",
+        "--faults",
+        "1",
+        "--warmup",
+        "10m",
+        "--parallel",
+        "1",
+    ]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
     assert proc.stderr is not None
     deadline = time.monotonic() + 120
@@ -102,6 +119,7 @@ def test_a_recording_stopped_by_sigterm_leaves_no_process_behind(prometheus: Non
         if "services up" in line or not line:
             break
     assert any("services up" in line for line in lines), lines
+
     def of_this_run() -> list[str]:  # its services and its Prometheus (whose files lie under tmp_path)
         out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True, check=True).stdout
         return [line for line in out.splitlines() if str(tmp_path / ".runs") in line]

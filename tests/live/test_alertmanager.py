@@ -56,7 +56,8 @@ def alertmanager(tools: None, tmp_path: Path) -> Iterator[tuple[str, int]]:
 
 
 def test_a_real_alert_opens_one_thread_adds_its_next_notification_and_is_resolved(
-        alertmanager: tuple[str, int], tmp_path: Path, nezha_slice: Path) -> None:  # fmt: skip
+    alertmanager: tuple[str, int], tmp_path: Path, nezha_slice: Path
+) -> None:
     from rca.sources.datasets import find_cases
 
     am_url, bot_port = alertmanager
@@ -73,42 +74,66 @@ groups:
     (tmp_path / "rules.yml").write_text(rules)
     config = f"""
 global: {{scrape_interval: 1h, evaluation_interval: 1s}}
-rule_files: [{tmp_path / 'rules.yml'}]
+rule_files: [{tmp_path / "rules.yml"}]
 alerting:
   alertmanagers:
-    - static_configs: [{{targets: ["{am_url.removeprefix('http://')}"]}}]
+    - static_configs: [{{targets: ["{am_url.removeprefix("http://")}"]}}]
 """
     (routes := tmp_path / "routes.yaml").write_text(f"routes:\n  - match: {{team: orders}}\n    channel: {ORDERS}\n")
     (case,) = find_cases(nezha_slice)
-    with backfilled(case, tmp_path / "prometheus", config=config,
-                    flags=["--web.enable-admin-api", "--rules.alert.resend-delay=1s"]) as (prom_url, _):  # fmt: skip
+    with backfilled(
+        case, tmp_path / "prometheus", config=config, flags=["--web.enable-admin-api", "--rules.alert.resend-delay=1s"]
+    ) as (prom_url, _):
         asyncio.run(_scenario(tmp_path, nezha_slice, bot_port, am_url, prom_url, routes))
 
 
 async def _scenario(tmp: Path, data: Path, port: int, am_url: str, prom_url: str, routes: Path) -> None:
     settings = {"alert_token": TOKEN, "alert_routes": routes}
     async with running(tmp, data, settings_=settings, port=port) as (bot, slack, _):
+
         def threads() -> list[Any]:
-            return [c for c in slack.of("chat.postMessage") if c.params["channel"] == ORDERS
-                    and not c.params.get("thread_ts") and str(c.params.get("text", "")).startswith("🚨")]  # fmt: skip
+            return [
+                c
+                for c in slack.of("chat.postMessage")
+                if c.params["channel"] == ORDERS
+                and not c.params.get("thread_ts")
+                and str(c.params.get("text", "")).startswith("🚨")
+            ]
 
         def said(ts: str, text: str) -> bool:
-            return any(text in str(c.params.get("text")) for c in slack.of("chat.postMessage")
-                       if c.params.get("thread_ts") == ts)  # fmt: skip
+            return any(
+                text in str(c.params.get("text"))
+                for c in slack.of("chat.postMessage")
+                if c.params.get("thread_ts") == ts
+            )
 
         # the rule fires; Alertmanager delivers the group; one thread opens and its verdict arrives
         await slack.wait_for(lambda c: bool(threads()), timeout=60)
         parent = threads()[0]
         assert f"CPU of {SERVICE} is high" in parent.params["text"]
-        verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and c.params["channel"] == ORDERS
-                                       and "Likely cause" in str(c.params.get("text")), timeout=120)  # fmt: skip
+        verdict = await slack.wait_for(
+            lambda c: (
+                c.method == "chat.postMessage"
+                and c.params["channel"] == ORDERS
+                and "Likely cause" in str(c.params.get("text"))
+            ),
+            timeout=120,
+        )
         ts = verdict.params["thread_ts"]
         (row,) = bot.store.between(0, time.time() + 1)
         assert row.service == SERVICE and row.user == "alertmanager"
         # a second alert joins the group (another pod): Alertmanager's next notification lands in the thread
-        extra = {"labels": {"alertname": "CpuHigh", "service": SERVICE, "team": "orders", "severity": "critical",
-                            "pod": "ts-contacts-service-extra"}, "annotations": {"summary": f"CPU of {SERVICE} is high"},
-                 "startsAt": rfc3339(time.time() - 30)}  # fmt: skip
+        extra = {
+            "labels": {
+                "alertname": "CpuHigh",
+                "service": SERVICE,
+                "team": "orders",
+                "severity": "critical",
+                "pod": "ts-contacts-service-extra",
+            },
+            "annotations": {"summary": f"CPU of {SERVICE} is high"},
+            "startsAt": rfc3339(time.time() - 30),
+        }
         await asyncio.to_thread(_post, f"{am_url}/api/v2/alerts", [extra])
         await slack.wait_for(lambda c: said(ts, "Alertmanager again"), timeout=60)
         # the series goes away and the extra alert ends: the group resolves, said in the same thread

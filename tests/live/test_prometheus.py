@@ -27,7 +27,9 @@ AT = parse_timestamp("2023-01-29T13:36:00Z")
 
 
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory: pytest.TempPathFactory, ) -> Iterator[tuple[str, Path]]:
+def prometheus(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[str, Path]]:
     if binaries() is None:
         if os.environ.get("CI"):
             pytest.fail("CI needs Debian's prometheus package: scripts/ensure-prometheus.sh installs it")
@@ -68,7 +70,7 @@ def test_discovery_and_hostile_names(prometheus: tuple[str, Path]) -> None:
         assert "Frontend" in services and "ts-contacts-service" in services
         one = await source.series(MetricQuery(window, ("ts-contacts-service",), ("CpuUsage(m)",)))
         assert one and {s.entity for s in one} == {"ts-contacts-service"}
-        for hostile in ('x"} or vector(1) or up{a="', "ts-.*", "Frontend|ts-contacts-service", "a\\\"b\n"):
+        for hostile in ('x"} or vector(1) or up{a="', "ts-.*", "Frontend|ts-contacts-service", 'a\\"b\n'):
             assert await source.series(MetricQuery(window, (hostile,), ("CpuUsage(m)",))) == []
         two = await source.series(MetricQuery(window, ("ts-contacts-service", ".*"), ("CpuUsage(m)",)))
         assert {s.entity for s in two} == {"ts-contacts-service"}  # regex-quoted: ".*" matches nothing

@@ -71,10 +71,21 @@ def test_the_shipped_calibration_loads_and_round_trips() -> None:
 def test_rcabot_calibrate_fits_eval_results_and_refuses_what_is_not_one(tmp_path: Path) -> None:
     from bot.cli import main
 
-    cases = [{"engine": "lats", "dataset": "set", "case_id": f"c{i}", "error": None,
-              "truth": {"service": "a", "fault_type": "cpu"}, "modalities": {"metrics": True},
-              "ranking": [{"service": "a" if i % 3 else "b", "score": 0.1 + i / 100, "fault_type": "cpu"},
-                          {"service": "b", "score": 0.05, "fault_type": "cpu"}]} for i in range(60)]  # fmt: skip
+    cases = [
+        {
+            "engine": "lats",
+            "dataset": "set",
+            "case_id": f"c{i}",
+            "error": None,
+            "truth": {"service": "a", "fault_type": "cpu"},
+            "modalities": {"metrics": True},
+            "ranking": [
+                {"service": "a" if i % 3 else "b", "score": 0.1 + i / 100, "fault_type": "cpu"},
+                {"service": "b", "score": 0.05, "fault_type": "cpu"},
+            ],
+        }
+        for i in range(60)
+    ]
     results = tmp_path / "eval.json"
     results.write_text(json.dumps({"version": 2, "protocol": "realistic", "cases": cases}))
     out = tmp_path / "cal.json"

@@ -12,9 +12,25 @@ from rca.trace import Trace, from_json
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-m", "bot.cli", "investigate", "Frontend", "10m", "--data",
-                          str(root / "bot" / "demo"), "--at", "2023-01-29T13:36:00Z", "--json"],
-                         capture_output=True, text=True, check=True, cwd=root)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "investigate",
+            "Frontend",
+            "10m",
+            "--data",
+            str(root / "bot" / "demo"),
+            "--at",
+            "2023-01-29T13:36:00Z",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+    )
     return from_json(json.loads(out.stdout))
 
 
@@ -50,9 +66,16 @@ def test_confidences_read_top_down(trace: Trace) -> None:
 
 @pytest.mark.parametrize(
     ("text", "asks"),
-    [("why not ts-order-service?", True), ("Is it the deploy at 13:20", True), ("show the timeline", True),
-     ("checking the dashboards now, brb", False), ("rolled back, latency recovering", False), ("", False),
-     ("ok", False), ("WHAT changed", True)],
+    [
+        ("why not ts-order-service?", True),
+        ("Is it the deploy at 13:20", True),
+        ("show the timeline", True),
+        ("checking the dashboards now, brb", False),
+        ("rolled back, latency recovering", False),
+        ("", False),
+        ("ok", False),
+        ("WHAT changed", True),
+    ],
 )
 def test_a_reply_asks_only_when_it_asks(text: str, asks: bool) -> None:
     assert is_question(text) is asks
@@ -77,16 +100,35 @@ def test_the_timeline_marks_what_the_ranking_counts_as_another_incident(trace: T
     t0 = trace.evidence_package.window.start + 600.0
 
     def ev(i: str, entity: str, onset: float, until: float | None = None, *, under_way: bool = False) -> Evidence:
-        return Evidence(EvidenceId(i), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, "latency_p99", 9.0,
-                        Signal.LATENCY, "q", f"{entity} latency rose", onset, until=until, under_way=under_way)  # fmt: skip
+        return Evidence(
+            EvidenceId(i),
+            Modality.METRICS,
+            EvidenceKind.METRIC_SHIFT,
+            entity,
+            "latency_p99",
+            9.0,
+            Signal.LATENCY,
+            "q",
+            f"{entity} latency rose",
+            onset,
+            until=until,
+            under_way=under_way,
+        )
 
-    items = (ev("e1", trace.symptom, t0), ev("e2", "svc-old", t0 - 500.0, t0 - 300.0),
-             ev("e3", "svc-now", t0 + 30.0), ev("e4", "svc-long", t0 - 590.0, under_way=True),
-             ev("e5", "svc-both", t0 - 400.0, t0 - 350.0), ev("e6", "svc-both", t0 + 20.0))  # fmt: skip
+    items = (
+        ev("e1", trace.symptom, t0),
+        ev("e2", "svc-old", t0 - 500.0, t0 - 300.0),
+        ev("e3", "svc-now", t0 + 30.0),
+        ev("e4", "svc-long", t0 - 590.0, under_way=True),
+        ev("e5", "svc-both", t0 - 400.0, t0 - 350.0),
+        ev("e6", "svc-both", t0 + 20.0),
+    )
     marked = replace(trace, evidence_package=replace(trace.evidence_package, evidence=items, alert_time=None))
     text = answer(parse_question("timeline?", services=entities_of(marked)), marked).text
-    line = {name: next(x for x in text.splitlines() if f" {name}:" in x) for name in
-            ("svc-old", "svc-now", "svc-long", "svc-both", trace.symptom)}  # fmt: skip
+    line = {
+        name: next(x for x in text.splitlines() if f" {name}:" in x)
+        for name in ("svc-old", "svc-now", "svc-long", "svc-both", trace.symptom)
+    }
     assert "over by" in line["svc-old"] and "earlier incident" in line["svc-old"]
     assert "under way before the data" in line["svc-long"]
     assert "counted as" not in line["svc-now"] and "counted as" not in line[trace.symptom]

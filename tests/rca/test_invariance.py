@@ -49,8 +49,15 @@ def _survey(incident: Incident) -> list[tuple[str, str, float]]:
     async def run() -> list[tuple[str, str, float]]:
         toolbox = Toolbox(incident)
         evidence = await toolbox.survey()
-        hyps = score_hypotheses(evidence, graph=await toolbox.topology(), window=incident.window, symptom=incident.symptom,
-                                modalities=toolbox.modalities(), edge_share=toolbox.edge_share, alert_time=incident.alert_time)  # fmt: skip
+        hyps = score_hypotheses(
+            evidence,
+            graph=await toolbox.topology(),
+            window=incident.window,
+            symptom=incident.symptom,
+            modalities=toolbox.modalities(),
+            edge_share=toolbox.edge_share,
+            alert_time=incident.alert_time,
+        )
         return [(h.service, h.fault_type.value, h.value) for h in hyps]
 
     return asyncio.run(run())
@@ -92,8 +99,9 @@ def test_renaming_every_service_everywhere_changes_nothing(nezha_slice: Path, tm
     """Every service's name replaced in every file (pod names, spans, log lines that name a
     callee, the entry KPIs): the same culprit with the same value."""
     (case,) = find_cases(nezha_slice)
-    names = sorted({p.name.rsplit("-", 2)[0] for p in nezha_slice.rglob("*_metric.csv.gz")} | {"Frontend"}, key=len,
-                   reverse=True)  # fmt: skip
+    names = sorted(
+        {p.name.rsplit("-", 2)[0] for p in nezha_slice.rglob("*_metric.csv.gz")} | {"Frontend"}, key=len, reverse=True
+    )
     pattern = re.compile("|".join(re.escape(n) for n in names))
 
     def rename(text: str) -> str:
@@ -216,8 +224,14 @@ def test_seconds_in_milliseconds_change_nothing(petshop_slice: Path, tmp_path: P
 
 
 def test_memory_in_bytes_and_latency_in_milliseconds_change_nothing(nezha_slice: Path, tmp_path: Path) -> None:
-    scale = {"MemoryUsage(Mi)": 2.0**20, "PodClientLatencyP90(s)": 1e3, "PodServerLatencyP90(s)": 1e3,
-             "PodClientLatencyP99(s)": 1e3, "PodServerLatencyP99(s)": 1e3, "LatencyP90(s)": 1e3}  # fmt: skip
+    scale = {
+        "MemoryUsage(Mi)": 2.0**20,
+        "PodClientLatencyP90(s)": 1e3,
+        "PodServerLatencyP90(s)": 1e3,
+        "PodClientLatencyP99(s)": 1e3,
+        "PodServerLatencyP99(s)": 1e3,
+        "LatencyP90(s)": 1e3,
+    }
 
     def text(body: str) -> str:
         if not body.startswith("Time,"):
@@ -358,8 +372,12 @@ def _shuffled(incident: Incident, seed: int) -> Incident:
     def wrap(s: Sources | None) -> Sources | None:
         if s is None:
             return None
-        return Sources(*(None if part is None else _Shuffled(part, rng)  # type: ignore[arg-type]
-                         for part in (s.metrics, s.logs, s.traces, s.topology)))  # fmt: skip
+        return Sources(
+            *(
+                None if part is None else _Shuffled(part, rng)  # type: ignore[arg-type]
+                for part in (s.metrics, s.logs, s.traces, s.topology)
+            )
+        )
 
     normal = {m: replace(n, sources=wrap(n.sources), fault_free=wrap(n.fault_free)) for m, n in incident.normal.items()}
     return replace(incident, sources=wrap(incident.sources), normal=normal)
@@ -381,8 +399,9 @@ def test_renaming_every_lab_service_changes_nothing(tmp_path: Path) -> None:
     and a token with digits is a variable to the log template miner while a plain word is not
     taken for a service's name (rca.evidence.logs), as in any system's logs."""
     lab = Path(__file__).resolve().parent.parent / "data" / "lab-0"
-    names = sorted((s["name"] for s in json.loads((lab / "lab.json").read_text())["shop"]["services"]), key=len,
-                   reverse=True)  # fmt: skip
+    names = sorted(
+        (s["name"] for s in json.loads((lab / "lab.json").read_text())["shop"]["services"]), key=len, reverse=True
+    )
     pattern = re.compile("|".join(re.escape(n) for n in names))
 
     def rename(text: str) -> str:

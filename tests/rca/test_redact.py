@@ -23,11 +23,15 @@ def test_secrets_are_removed(line: str, secret: str) -> None:
     assert secret not in out and "REDACTED" in out
 
 
-@pytest.mark.parametrize("line", [
-    "GET /api/v1/orders 200 12ms",
-    "CpuUsage(m) rose to 500.4 (normal 4.384, robust z 324.0)",
-    "INFO '[createNewOrder][Create Order][from shanghai to suzhou]' 3.8/min (new)",
-    "token bucket refilled", "password reset page rendered",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "GET /api/v1/orders 200 12ms",
+        "CpuUsage(m) rose to 500.4 (normal 4.384, robust z 324.0)",
+        "INFO '[createNewOrder][Create Order][from shanghai to suzhou]' 3.8/min (new)",
+        "token bucket refilled",
+        "password reset page rendered",
+    ],
+)
 def test_ordinary_telemetry_is_untouched(line: str) -> None:
     assert redact(line) == line

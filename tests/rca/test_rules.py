@@ -26,31 +26,80 @@ def test_a_kpi_in_front_of_the_services_is_never_a_cause_and_the_rule_can_be_swi
     graph = nx.DiGraph([("entry", "a"), ("a", "b")] + [("a", f"quiet-{k}") for k in range(6)])
     graph.nodes["entry"][KPI] = True
     evidence = [
-        Evidence(EvidenceId("ev-1"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, "entry", "error_rate", 90.0,
-                 Signal.ERRORS, "q", "d", 500.0, direction=1),
-        Evidence(EvidenceId("ev-2"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, "b", "cpu", 40.0, Signal.CPU,
-                 "q", "d", 500.0, direction=1),
-    ]  # fmt: skip
+        Evidence(
+            EvidenceId("ev-1"),
+            Modality.METRICS,
+            EvidenceKind.METRIC_SHIFT,
+            "entry",
+            "error_rate",
+            90.0,
+            Signal.ERRORS,
+            "q",
+            "d",
+            500.0,
+            direction=1,
+        ),
+        Evidence(
+            EvidenceId("ev-2"),
+            Modality.METRICS,
+            EvidenceKind.METRIC_SHIFT,
+            "b",
+            "cpu",
+            40.0,
+            Signal.CPU,
+            "q",
+            "d",
+            500.0,
+            direction=1,
+        ),
+    ]
     on = [h.service for h in score_hypotheses(evidence, graph=graph, window=Window(0.0, 1000.0), symptom="entry")]
-    off = [h.service for h in score_hypotheses(evidence, graph=graph, window=Window(0.0, 1000.0), symptom="entry",
-                                               config=ScoringConfig(off=frozenset({"kpi"})))]  # fmt: skip
+    off = [
+        h.service
+        for h in score_hypotheses(
+            evidence,
+            graph=graph,
+            window=Window(0.0, 1000.0),
+            symptom="entry",
+            config=ScoringConfig(off=frozenset({"kpi"})),
+        )
+    ]
     assert on == ["b"]  # the KPI's errors show where the incident is seen, not who caused it
     assert "entry" in off and "b" in off
     unmarked = nx.relabel_nodes(graph, {"entry": "front"})
     unmarked.nodes["front"].clear()  # a graph that marks no KPI (a live one): the symptom may be its own cause
     moved = [replace(ev, entity="front") if ev.entity == "entry" else ev for ev in evidence]
-    assert "front" in [h.service for h in score_hypotheses(moved, graph=unmarked, window=Window(0.0, 1000.0),
-                                                           symptom="front")]  # fmt: skip
+    assert "front" in [
+        h.service for h in score_hypotheses(moved, graph=unmarked, window=Window(0.0, 1000.0), symptom="front")
+    ]
 
 
 def test_a_part_only_a_missing_modality_could_show_counts_halfway_between_silent_and_seen() -> None:
     graph = nx.DiGraph([("front", "a")] + [("front", f"quiet-{k}") for k in range(6)])
-    cpu = [Evidence(EvidenceId("ev-1"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, "a", "cpu_seconds", 40.0,
-                    Signal.CPU, "q", "d", 500.0, direction=1)]  # fmt: skip
+    cpu = [
+        Evidence(
+            EvidenceId("ev-1"),
+            Modality.METRICS,
+            EvidenceKind.METRIC_SHIFT,
+            "a",
+            "cpu_seconds",
+            40.0,
+            Signal.CPU,
+            "q",
+            "d",
+            500.0,
+            direction=1,
+        )
+    ]
 
     def lead(modalities: frozenset[Modality], config: ScoringConfig = ScoringConfig()) -> Hypothesis:
-        (h,) = [h for h in score_hypotheses(cpu, graph=graph, window=Window(0.0, 1000.0), symptom="front",
-                                            modalities=modalities, config=config) if h.service == "a"]  # fmt: skip
+        (h,) = [
+            h
+            for h in score_hypotheses(
+                cpu, graph=graph, window=Window(0.0, 1000.0), symptom="front", modalities=modalities, config=config
+            )
+            if h.service == "a"
+        ]
         return h
 
     def value(modalities: frozenset[Modality], config: ScoringConfig = ScoringConfig()) -> float:
@@ -86,14 +135,37 @@ def test_a_scaled_reading_scales_every_constant_and_keeps_counts_and_switches() 
         assert m2.recipes[fault] == tuple((part, 2 * w) for part, w in recipe)
 
 
-def _shift(n: int, entity: str, subject: str, score: float, signal: Signal, onset: float, *, direction: int = 1,
-           under_way: bool = False) -> Evidence:  # fmt: skip
-    return Evidence(EvidenceId(f"ev-{n}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, subject, score,
-                    signal, "q", "d", onset, direction=direction, under_way=under_way)  # fmt: skip
+def _shift(
+    n: int,
+    entity: str,
+    subject: str,
+    score: float,
+    signal: Signal,
+    onset: float,
+    *,
+    direction: int = 1,
+    under_way: bool = False,
+) -> Evidence:
+    return Evidence(
+        EvidenceId(f"ev-{n}"),
+        Modality.METRICS,
+        EvidenceKind.METRIC_SHIFT,
+        entity,
+        subject,
+        score,
+        signal,
+        "q",
+        "d",
+        onset,
+        direction=direction,
+        under_way=under_way,
+    )
 
 
 def _first(evidence: list[Evidence], graph: nx.DiGraph, config: ScoringConfig = ScoringConfig()) -> str:
-    return score_hypotheses(evidence, graph=graph, window=Window(0.0, 1000.0), symptom="front", config=config)[0].service
+    return score_hypotheses(evidence, graph=graph, window=Window(0.0, 1000.0), symptom="front", config=config)[
+        0
+    ].service
 
 
 def test_a_service_whose_own_resources_shifted_an_order_of_magnitude_more_than_any_others_is_first() -> None:

@@ -34,15 +34,32 @@ CASES = [
     ("jvm_gc_pause_seconds", Signal.MEMORY),
     ("hikaricp_connections_active", Signal.TRAFFIC),
     # short forms
-    ("cpu", Signal.CPU), ("mem", Signal.MEMORY), ("rss", Signal.MEMORY), ("heap", Signal.MEMORY),
-    ("gc", Signal.MEMORY), ("lat_50", Signal.LATENCY), ("lat_p99", Signal.LATENCY), ("latency-90", Signal.LATENCY),
-    ("load", Signal.CPU), ("power", Signal.CPU), ("qps", Signal.TRAFFIC), ("5xx", Signal.ERRORS),
-    ("errors", Signal.ERRORS), ("io", Signal.DISK), ("disk", Signal.DISK),
+    ("cpu", Signal.CPU),
+    ("mem", Signal.MEMORY),
+    ("rss", Signal.MEMORY),
+    ("heap", Signal.MEMORY),
+    ("gc", Signal.MEMORY),
+    ("lat_50", Signal.LATENCY),
+    ("lat_p99", Signal.LATENCY),
+    ("latency-90", Signal.LATENCY),
+    ("load", Signal.CPU),
+    ("power", Signal.CPU),
+    ("qps", Signal.TRAFFIC),
+    ("5xx", Signal.ERRORS),
+    ("errors", Signal.ERRORS),
+    ("io", Signal.DISK),
+    ("disk", Signal.DISK),
     # the development datasets' own names
-    ("CpuUsageRate(%)", Signal.CPU), ("MemoryUsage(Mi)", Signal.MEMORY), ("PodClientLatencyP90(s)", Signal.LATENCY),
-    ("PodSuccessRate(%)", Signal.ERRORS), ("PodWorkload(Ops)", Signal.TRAFFIC), ("NetworkReceiveBytes", Signal.NETWORK),
-    ("latency.p99", Signal.LATENCY), ("availability.Average", Signal.ERRORS), ("requests.Sum", Signal.TRAFFIC),
-]  # fmt: skip
+    ("CpuUsageRate(%)", Signal.CPU),
+    ("MemoryUsage(Mi)", Signal.MEMORY),
+    ("PodClientLatencyP90(s)", Signal.LATENCY),
+    ("PodSuccessRate(%)", Signal.ERRORS),
+    ("PodWorkload(Ops)", Signal.TRAFFIC),
+    ("NetworkReceiveBytes", Signal.NETWORK),
+    ("latency.p99", Signal.LATENCY),
+    ("availability.Average", Signal.ERRORS),
+    ("requests.Sum", Signal.TRAFFIC),
+]
 
 
 @pytest.mark.parametrize(("name", "signal"), CASES)
@@ -51,15 +68,25 @@ def test_each_vocabulary_names_what_it_measures(name: str, signal: Signal) -> No
 
 
 def test_the_good_direction_of_availability_free_memory_and_idle_cpu_is_up() -> None:
-    for name in ("availability.Average", "PodSuccessRate(%)", "node_memory_MemAvailable_bytes", "cpu_idle",
-                 "cache_hit_ratio", "kube_pod_status_ready"):  # fmt: skip
+    for name in (
+        "availability.Average",
+        "PodSuccessRate(%)",
+        "node_memory_MemAvailable_bytes",
+        "cpu_idle",
+        "cache_hit_ratio",
+        "kube_pod_status_ready",
+    ):
         assert bad_direction(name) == -1, name
     for name in ("mem", "lat_99", "errors", "CpuUsageRate(%)"):
         assert bad_direction(name) == 1, name
 
 
 def test_host_series_are_told_from_the_workloads() -> None:
-    assert is_host_metric("NodeCpuUsageRate(%)") and is_host_metric("node_load1") and is_host_metric("system.cpu.utilization")
+    assert (
+        is_host_metric("NodeCpuUsageRate(%)")
+        and is_host_metric("node_load1")
+        and is_host_metric("system.cpu.utilization")
+    )
     assert not is_host_metric("process.cpu.utilization") and not is_host_metric("cpu")
 
 
@@ -73,7 +100,20 @@ def test_a_name_it_does_not_know_is_still_scored_as_an_anomaly_of_its_entity() -
 
     assert signal_of("frobnication_index") is Signal.OTHER
     graph = nx.DiGraph([("front", "a"), ("front", "b")] + [("front", f"q{k}") for k in range(6)])
-    evidence = [Evidence(EvidenceId("ev-1"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, "a", "frobnication_index",
-                         40.0, Signal.OTHER, "q", "d", 600.0, -1)]  # fmt: skip
+    evidence = [
+        Evidence(
+            EvidenceId("ev-1"),
+            Modality.METRICS,
+            EvidenceKind.METRIC_SHIFT,
+            "a",
+            "frobnication_index",
+            40.0,
+            Signal.OTHER,
+            "q",
+            "d",
+            600.0,
+            -1,
+        )
+    ]
     (top, *_) = score_hypotheses(evidence, graph=graph, window=Window(0.0, 1000.0), symptom="front")
     assert top.service == "a" and top.fault_type is FaultType.UNKNOWN and top.value > 0

@@ -14,8 +14,18 @@ from rca.trace import EvidencePackage, Trace, analysis_structure, decision_repor
 
 
 def _ev(i: int, entity: str, onset: float | None) -> Evidence:
-    return Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, "cpu", 9.0,
-                    Signal.CPU, "q", "d", onset)  # fmt: skip
+    return Evidence(
+        EvidenceId(f"ev-{i}"),
+        Modality.METRICS,
+        EvidenceKind.METRIC_SHIFT,
+        entity,
+        "cpu",
+        9.0,
+        Signal.CPU,
+        "q",
+        "d",
+        onset,
+    )
 
 
 def _chain(evidence: list[Evidence]) -> list[tuple[str, str]]:
@@ -51,8 +61,10 @@ GRAPH = nx.DiGraph([("front", "api"), ("api", "db"), ("front", "cache")])
 def _trace() -> Trace:
     evidence = (_ev(1, "db", 100), _ev(2, "api", 150), _ev(3, "front", 160), _ev(4, "cache", 120))
     ep = EvidencePackage(Window(0, 600), {"metrics": True}, ("front", "api", "db", "cache"), evidence, (), {})
-    hyps = (Hypothesis(HypothesisId("h-1"), "db", FaultType.CPU, 0.9, (EvidenceId("ev-1"),), ""),
-            Hypothesis(HypothesisId("h-2"), "cache", FaultType.CPU, 0.5, (EvidenceId("ev-4"),), ""))  # fmt: skip
+    hyps = (
+        Hypothesis(HypothesisId("h-1"), "db", FaultType.CPU, 0.9, (EvidenceId("ev-1"),), ""),
+        Hypothesis(HypothesisId("h-2"), "cache", FaultType.CPU, 0.5, (EvidenceId("ev-4"),), ""),
+    )
     chains = analysis_structure(ep, hyps, graph=GRAPH, symptom="front")
     decision = decision_report(ep, hyps, chains, graph=GRAPH, symptom="front")
     return Trace("i", "front", "lats", ep, hyps, chains, decision)

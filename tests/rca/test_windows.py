@@ -40,9 +40,22 @@ def test_iso_range() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "0m", "-5m", "5x", "m", "1h30", "25:00-26:00", "14:70-15:00", "10d",
-     "2023-01-29T09:00Z/2023-01-29T08:00Z", "a/b", "x" * 200, "15m; drop table"],
-)  # fmt: skip
+    [
+        "",
+        "0m",
+        "-5m",
+        "5x",
+        "m",
+        "1h30",
+        "25:00-26:00",
+        "14:70-15:00",
+        "10d",
+        "2023-01-29T09:00Z/2023-01-29T08:00Z",
+        "a/b",
+        "x" * 200,
+        "15m; drop table",
+    ],
+)
 def test_bad_windows_raise_a_clear_error(bad: str) -> None:
     with pytest.raises(WindowError) as info:
         parse_window(bad, now=NOW)

@@ -65,7 +65,10 @@ def test_processes_starting_together_migrate_once_and_one_takes_a_delivery(recor
         assert p.exitcode == 0
     assert sorted(out.read_text() for out in outs) == ["False", "False", "False", "True"]
     db = open_database(record)
-    assert db.query("select version from schema_migrations where component = 'investigations'")[0]["version"] == MIGRATIONS[-1].version
+    assert (
+        db.query("select version from schema_migrations where component = 'investigations'")[0]["version"]
+        == MIGRATIONS[-1].version
+    )
     db.close()
 
 

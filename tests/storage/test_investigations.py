@@ -4,8 +4,10 @@ from pathlib import Path
 
 from storage.investigations import Store
 
-TRACE = {"decision_report": {"ranking": [{"service": "db", "fault_type": "cpu", "confidence": 0.7, "hypothesis": "h-1"}]},
-         "evidence_package": {"missing": ["no traces"]}}  # fmt: skip
+TRACE = {
+    "decision_report": {"ranking": [{"service": "db", "fault_type": "cpu", "confidence": 0.7, "hypothesis": "h-1"}]},
+    "evidence_package": {"missing": ["no traces"]},
+}
 AUDIT = {"score": 0.91, "route": "accept", "blamed_stage": None}
 
 
@@ -57,9 +59,17 @@ def test_similar_finds_earlier_same_verdicts(record: str) -> None:
     similar = store.similar(channel="C1", top_service="db", top_fault="cpu", before=last.created + 1)
     assert {r.id for r in similar} == {"inv-0", "inv-1", "inv-2"}
     assert store.similar(channel="C1", top_service="db", top_fault="memory", before=1e12) == []
-    store.add_repair("inv-0", before=0.5, after=0.9, decisive="analysis_structure",
-                     steps=[{"stage": "analysis_structure", "patch": "prune", "committed": True}],
-                     trace=TRACE, audit=AUDIT, top_before="db", top_after="db")  # fmt: skip
+    store.add_repair(
+        "inv-0",
+        before=0.5,
+        after=0.9,
+        decisive="analysis_structure",
+        steps=[{"stage": "analysis_structure", "patch": "prune", "committed": True}],
+        trace=TRACE,
+        audit=AUDIT,
+        top_before="db",
+        top_after="db",
+    )
     (repair,) = store.repairs("inv-0")
     assert repair.steps[0]["patch"] == "prune" and repair.after == 0.9
     assert json.dumps(repair.trace) == json.dumps(TRACE)
@@ -77,7 +87,9 @@ def test_a_channel_sees_only_its_own_investigations(record: str) -> None:
     assert [r.id for r in store.between(0, 1e12, channel="C0PUBLIC")] == ["public"]
     assert [r.id for r in store.between(0, 1e12, channel="G0PRIVATE")] == ["private"]
     assert store.similar(channel="C0PUBLIC", top_service="db", top_fault="cpu", before=1e12)[0].id == "public"
-    assert {r.id for r in store.similar(channel="C0PUBLIC", top_service="db", top_fault="cpu", before=1e12)} == {"public"}
+    assert {r.id for r in store.similar(channel="C0PUBLIC", top_service="db", top_fault="cpu", before=1e12)} == {
+        "public"
+    }
     store.close()
 
 

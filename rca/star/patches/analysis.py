@@ -14,8 +14,9 @@ STAGE = "analysis_structure"
 
 async def prune_unreachable(trace: Trace, ctx: RepairContext) -> Trace:
     graph = ctx.audit.graph
-    chains = tuple(replace(c, links=tuple(ln for ln in c.links if graph.has_edge(ln.target, ln.source)))
-                   for c in trace.chains)  # fmt: skip
+    chains = tuple(
+        replace(c, links=tuple(ln for ln in c.links if graph.has_edge(ln.target, ln.source))) for c in trace.chains
+    )
     return replace(trace, chains=chains)
 
 
@@ -23,20 +24,31 @@ async def restore_order(trace: Trace, ctx: RepairContext) -> Trace:
     """Rebuild the chains along the call graph, then drop links whose effect precedes the cause."""
     rebuilt = analysis_structure(trace.evidence_package, trace.hypotheses, graph=ctx.audit.graph, symptom=trace.symptom)
 
-    return replace(trace, chains=tuple(replace(c, links=tuple(ln for ln in c.links
-                                                              if in_causal_order(ln.onset_source, ln.onset_target)))
-                                       for c in rebuilt))  # fmt: skip
+    return replace(
+        trace,
+        chains=tuple(
+            replace(c, links=tuple(ln for ln in c.links if in_causal_order(ln.onset_source, ln.onset_target)))
+            for c in rebuilt
+        ),
+    )
 
 
 async def require_evidence(trace: Trace, ctx: RepairContext) -> Trace:
     by_id = {ev.id: ev for ev in trace.evidence_package.evidence}
-    chains = tuple(replace(c, links=tuple(ln for ln in c.links
-                                          if any(i in by_id and by_id[i].entity == ln.source for i in ln.evidence)))
-                   for c in trace.chains)  # fmt: skip
+    chains = tuple(
+        replace(
+            c,
+            links=tuple(ln for ln in c.links if any(i in by_id and by_id[i].entity == ln.source for i in ln.evidence)),
+        )
+        for c in trace.chains
+    )
     return replace(trace, chains=chains)
 
 
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
-    table = {"reachable": ("prune_unreachable", prune_unreachable), "cause_before_effect": ("restore_order", restore_order),
-             "links_supported": ("require_evidence", require_evidence)}  # fmt: skip
+    table = {
+        "reachable": ("prune_unreachable", prune_unreachable),
+        "cause_before_effect": ("restore_order", restore_order),
+        "links_supported": ("require_evidence", require_evidence),
+    }
     return by_violation(STAGE, table, violated)

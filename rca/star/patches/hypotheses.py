@@ -78,7 +78,11 @@ async def rescore(trace: Trace, ctx: RepairContext) -> Trace:
 
 
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
-    table = {"grounded": ("bind_evidence", bind_evidence), "not_collapsed": ("add_counter_hypotheses", add_counter_hypotheses),
-             "layer_consistent": ("separate_layers", separate_layers), "type_carried": ("retype", retype),
-             "independent_lead": ("rescore", rescore)}  # fmt: skip
+    table = {
+        "grounded": ("bind_evidence", bind_evidence),
+        "not_collapsed": ("add_counter_hypotheses", add_counter_hypotheses),
+        "layer_consistent": ("separate_layers", separate_layers),
+        "type_carried": ("retype", retype),
+        "independent_lead": ("rescore", rescore),
+    }
     return by_violation(STAGE, table, violated)

@@ -93,8 +93,12 @@ def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Pat
     if "scope_neighbours" in violated:
         order.append(Patch(STAGE, "expand_neighbours", expand_neighbours))
     order.append(Patch(STAGE, "realign_sources", realign_sources))
-    for name, fn in (("expand_neighbours", expand_neighbours), ("rebalance_modalities", rebalance_modalities),
-                     ("widen_window", widen_window), ("recover_onset", recover_onset)):  # fmt: skip
+    for name, fn in (
+        ("expand_neighbours", expand_neighbours),
+        ("rebalance_modalities", rebalance_modalities),
+        ("widen_window", widen_window),
+        ("recover_onset", recover_onset),
+    ):
         if all(p.name != name for p in order):
             order.append(Patch(STAGE, name, fn))
     return order

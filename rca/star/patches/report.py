@@ -25,17 +25,24 @@ async def verification_first(trace: Trace, ctx: RepairContext) -> Trace:
     if not close:
         return replace(trace, decision=rebuilt)
     summary = "Ambiguous between " + " and ".join(h.service for h in hyps[:2]) + ": run the verification tests first. "
-    return replace(trace, decision=replace(rebuilt, confidence=min(rebuilt.confidence, 0.5), summary=summary + rebuilt.summary))
+    return replace(
+        trace, decision=replace(rebuilt, confidence=min(rebuilt.confidence, 0.5), summary=summary + rebuilt.summary)
+    )
 
 
 async def match_mechanism(trace: Trace, ctx: RepairContext) -> Trace:
     """Rewrite the ranking and the tests from the hypotheses (tests on each one's own signal)."""
     ep = trace.evidence_package
-    return replace(trace, decision=decision_report(ep, trace.hypotheses, trace.chains, graph=ctx.audit.graph,
-                                                   symptom=trace.symptom))
+    return replace(
+        trace,
+        decision=decision_report(ep, trace.hypotheses, trace.chains, graph=ctx.audit.graph, symptom=trace.symptom),
+    )
 
 
 def candidates(trace: Trace, ctx: RepairContext, violated: set[str]) -> list[Patch]:
-    table = {"calibrated": ("calibrate", calibrate), "agrees_with_analysis": ("match_mechanism", match_mechanism),
-             "tests_discriminative": ("verification_first", verification_first)}  # fmt: skip
+    table = {
+        "calibrated": ("calibrate", calibrate),
+        "agrees_with_analysis": ("match_mechanism", match_mechanism),
+        "tests_discriminative": ("verification_first", verification_first),
+    }
     return by_violation(STAGE, table, violated)

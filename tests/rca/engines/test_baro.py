@@ -31,10 +31,13 @@ def test_baro_ranks_the_service_whose_cpu_jumps() -> None:
     ]
     src = Sources(metrics=InMemoryMetrics(series))
     incident = Incident(
-        id=CaseId("synthetic/1"), dataset="synthetic", symptom="frontend",
-        window=Window(T0 + 50 * 60, T0 + 60 * 60), sources=src,
+        id=CaseId("synthetic/1"),
+        dataset="synthetic",
+        symptom="frontend",
+        window=Window(T0 + 50 * 60, T0 + 60 * 60),
+        sources=src,
         normal={Modality.METRICS: Normal(Window(T0, T0 + 50 * 60), src)},
-    )  # fmt: skip
+    )
     diagnosis = asyncio.run(BaroEngine().investigate(incident))
     assert diagnosis.ranking[0].service == "cart"
     assert diagnosis.ranking[0].fault_type is FaultType.CPU

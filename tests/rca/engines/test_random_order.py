@@ -28,11 +28,21 @@ def test_without_a_budget_it_reads_everything_and_ranks_as_exhaustive_scoring() 
 
     async def exhaustive() -> list[str]:
         box = Toolbox(case.incident)
-        evidence = [ev for e in await box.entities() for tool in (box.metrics, box.logs, box.spans)
-                    for ev in (await tool(e)).evidence]  # fmt: skip
-        ranked = score_hypotheses(evidence, graph=await box.topology(), window=case.incident.window,
-                                  symptom=case.incident.symptom, modalities=box.modalities(),
-                                  edge_share=box.edge_share, alert_time=case.incident.alert_time)  # fmt: skip
+        evidence = [
+            ev
+            for e in await box.entities()
+            for tool in (box.metrics, box.logs, box.spans)
+            for ev in (await tool(e)).evidence
+        ]
+        ranked = score_hypotheses(
+            evidence,
+            graph=await box.topology(),
+            window=case.incident.window,
+            symptom=case.incident.symptom,
+            modalities=box.modalities(),
+            edge_share=box.edge_share,
+            alert_time=case.incident.alert_time,
+        )
         return [h.service for h in ranked]
 
     async def held() -> int:

@@ -48,8 +48,17 @@ def test_empty_is_zero_and_summary_counts() -> None:
 
 
 def _audited(right: bool, score: float, route: str = "accept", support: float = 1.0) -> Outcome:
-    return Outcome("lats", "d", "c", "a", FaultType.CPU, ("a",) if right else ("b", "a"), FaultType.CPU, 0.1,
-                   audit=AuditOutcome(score, route, None, support))  # fmt: skip
+    return Outcome(
+        "lats",
+        "d",
+        "c",
+        "a",
+        FaultType.CPU,
+        ("a",) if right else ("b", "a"),
+        FaultType.CPU,
+        0.1,
+        audit=AuditOutcome(score, route, None, support),
+    )
 
 
 def test_auroc_is_one_when_every_wrong_answer_scores_below_every_right_one_and_half_for_ties() -> None:
@@ -65,7 +74,12 @@ def test_auroc_is_one_when_every_wrong_answer_scores_below_every_right_one_and_h
 
 
 def test_coverage_splits_accuracy_by_what_the_audit_accepts() -> None:
-    outs = [_audited(True, 0.9), _audited(True, 0.9), _audited(False, 0.4, "slow_localise"), _audited(True, 0.6, "fast_patch")]
+    outs = [
+        _audited(True, 0.9),
+        _audited(True, 0.9),
+        _audited(False, 0.4, "slow_localise"),
+        _audited(True, 0.6, "fast_patch"),
+    ]
     c = coverage("d", "lats", outs)
     assert c is not None and c.accepted == 0.5 and c.ac1_accepted == 1.0 and c.ac1_flagged == 0.5 and c.ac1 == 0.75
     unaudited = Outcome("baro", "d", "c", "a", FaultType.CPU, ("a",), FaultType.CPU, 0.1)
@@ -74,8 +88,12 @@ def test_coverage_splits_accuracy_by_what_the_audit_accepts() -> None:
 
 def test_trust_is_form_times_support_and_coverage_keeps_the_most_trusted_first() -> None:
     # the form score cannot tell these apart; the support the telemetry gives can
-    outs = [_audited(True, 0.95, support=0.6), _audited(True, 0.95, support=0.5),
-            _audited(False, 0.95, support=0.1), _audited(False, 0.95, support=0.2)]  # fmt: skip
+    outs = [
+        _audited(True, 0.95, support=0.6),
+        _audited(True, 0.95, support=0.5),
+        _audited(False, 0.95, support=0.1),
+        _audited(False, 0.95, support=0.2),
+    ]
     assert auroc(outs) == 1.0
     c = coverage("d", "lats", outs)
     assert c is not None and c.auroc_form == 0.5 and c.auroc == 1.0

@@ -67,6 +67,9 @@ def test_likely_is_said_as_the_bot_says_it_held_back_on_a_new_system_and_earned_
     assert not said[0] and said[-1]  # not before anything is marked; after a record of right ones
     cases = to_json(clear)["cases"]
     assert [c["likely_learnt"] for c in cases] == said and not any(c["likely"] for c in cases)
-    tie = CaseResult(None, Diagnosis(CaseId("t"), "lats", (Candidate("a", 0.9, FaultType.CPU),
-                                                            Candidate("b", 0.9, FaultType.CPU))), clear[0].outcome)  # fmt: skip
+    tie = CaseResult(
+        None,
+        Diagnosis(CaseId("t"), "lats", (Candidate("a", 0.9, FaultType.CPU), Candidate("b", 0.9, FaultType.CPU))),
+        clear[0].outcome,
+    )
     assert not said_likely(tie, cals[-1])  # a tie at the top is never likely, whatever the record

@@ -141,9 +141,21 @@ def test_another_equally_short_path_is_a_harmless_rewrite() -> None:
     from rca.trace import EvidencePackage, analysis_structure, decision_report
 
     graph = nx.DiGraph([("front", "a"), ("front", "b"), ("a", "db"), ("b", "db")])
-    evidence = tuple(Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, e, "cpu", 9.0,
-                              Signal.CPU, "q", "d", onset) for i, (e, onset) in
-                     enumerate([("db", 100.0), ("a", 150.0), ("b", 150.0), ("front", 160.0)], start=1))  # fmt: skip
+    evidence = tuple(
+        Evidence(
+            EvidenceId(f"ev-{i}"),
+            Modality.METRICS,
+            EvidenceKind.METRIC_SHIFT,
+            e,
+            "cpu",
+            9.0,
+            Signal.CPU,
+            "q",
+            "d",
+            onset,
+        )
+        for i, (e, onset) in enumerate([("db", 100.0), ("a", 150.0), ("b", 150.0), ("front", 160.0)], start=1)
+    )
     ep = EvidencePackage(Window(0, 600), {"metrics": True}, ("front", "a", "b", "db"), evidence, (), {})
     hyps = (Hypothesis(HypothesisId("h-1"), "db", FaultType.CPU, 0.9, (EvidenceId("ev-1"),), ""),)
     chains = analysis_structure(ep, hyps, graph=graph, symptom="front")

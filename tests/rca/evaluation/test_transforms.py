@@ -19,10 +19,25 @@ from rca.sources.datasets import find_cases
 from rca.sources.memory import InMemoryMetrics
 from rca.sources.protocols import LogQuery, MetricQuery
 
-NEZHA_NAMES = ("CpuUsage(m)", "CpuUsageRate(%)", "MemoryUsage(Mi)", "MemoryUsageRate(%)", "SyscallRead",
-               "NetworkReceiveBytes", "PodClientLatencyP90(s)", "PodServerLatencyP99(s)", "PodWorkload(Ops)",
-               "PodSuccessRate(%)", "NodeCpuUsageRate(%)", "latency", "error_rate", "availability",
-               "memory_cache", "power", "something_unknown")  # fmt: skip
+NEZHA_NAMES = (
+    "CpuUsage(m)",
+    "CpuUsageRate(%)",
+    "MemoryUsage(Mi)",
+    "MemoryUsageRate(%)",
+    "SyscallRead",
+    "NetworkReceiveBytes",
+    "PodClientLatencyP90(s)",
+    "PodServerLatencyP99(s)",
+    "PodWorkload(Ops)",
+    "PodSuccessRate(%)",
+    "NodeCpuUsageRate(%)",
+    "latency",
+    "error_rate",
+    "availability",
+    "memory_cache",
+    "power",
+    "something_unknown",
+)
 
 
 @pytest.mark.parametrize("vocabulary", list(Vocabulary))
@@ -36,18 +51,19 @@ def test_a_renamed_metric_means_the_same_signal_in_the_same_direction(
             continue  # a host series renamed to a workload's is another question
         assert signal_of(new) is signal_of(old), (old, new)
         assert bad_direction(new) == bad_direction(old), (old, new)
-    assert renamed("PodServerLatencyP99(s)", vocabulary) == renamed(
-        "PodServerLatencyP99(s)", vocabulary
-    )
+    assert renamed("PodServerLatencyP99(s)", vocabulary) == renamed("PodServerLatencyP99(s)", vocabulary)
 
 
 def test_renamed_source_answers_queries_in_its_own_names() -> None:
     t = np.arange(10.0)
-    src = Renamed(InMemoryMetrics([Series("a", "CpuUsage(m)", t, t), Series("a", "MemoryUsage(Mi)", t, t)]),
-                  Vocabulary.CADVISOR)  # fmt: skip
+    src = Renamed(
+        InMemoryMetrics([Series("a", "CpuUsage(m)", t, t), Series("a", "MemoryUsage(Mi)", t, t)]), Vocabulary.CADVISOR
+    )
     everything = asyncio.run(src.series(MetricQuery(Window(0, 10))))
-    assert {s.metric for s in everything} == {renamed("CpuUsage(m)", Vocabulary.CADVISOR),
-                                              renamed("MemoryUsage(Mi)", Vocabulary.CADVISOR)}  # fmt: skip
+    assert {s.metric for s in everything} == {
+        renamed("CpuUsage(m)", Vocabulary.CADVISOR),
+        renamed("MemoryUsage(Mi)", Vocabulary.CADVISOR),
+    }
     cpu = renamed("CpuUsage(m)", Vocabulary.CADVISOR)
     (one,) = asyncio.run(src.series(MetricQuery(Window(0, 10), metrics=(cpu,))))
     assert one.metric == cpu
@@ -78,9 +94,7 @@ def test_a_resampled_sample_does_not_depend_on_the_window_asked() -> None:
 
 def test_a_fleet_is_idle_noise_the_same_whichever_window_asks() -> None:
     t = np.arange(0.0, 3600.0, 60.0)
-    real = InMemoryMetrics(
-        [Series("svc", "CpuUsage(m)", t, np.ones_like(t)), Series("svc", "latency", t, t)]
-    )
+    real = InMemoryMetrics([Series("svc", "CpuUsage(m)", t, np.ones_like(t)), Series("svc", "latency", t, t)])
     fleet = Fleet(real, 20, "set/case-1")
     entities = asyncio.run(fleet.entities())
     assert len(entities) == 21 and "svc" in entities
@@ -90,19 +104,11 @@ def test_a_fleet_is_idle_noise_the_same_whichever_window_asks() -> None:
     for s in idle:  # noise around its level: no series drifts
         assert abs(np.median(s.values[:30]) - np.median(s.values[30:])) < 0.1 * np.median(s.values)
     name = idle[0].entity
-    (late,) = [
-        s
-        for s in asyncio.run(fleet.series(MetricQuery(Window(1800, 3600), (name,))))
-        if s.metric == "latency"
-    ]
+    (late,) = [s for s in asyncio.run(fleet.series(MetricQuery(Window(1800, 3600), (name,)))) if s.metric == "latency"]
     (early,) = [s for s in idle if s.entity == name and s.metric == "latency"]
     assert np.array_equal(late.values, early.values[30:])
     other = Fleet(real, 20, "set/case-2")
-    (again,) = [
-        s
-        for s in asyncio.run(other.series(MetricQuery(Window(0, 3600), (name,))))
-        if s.metric == "latency"
-    ]
+    (again,) = [s for s in asyncio.run(other.series(MetricQuery(Window(0, 3600), (name,)))) if s.metric == "latency"]
     assert not np.array_equal(again.values, early.values)  # another case, another fleet
 
 
@@ -120,9 +126,7 @@ def test_cropped_recordings_hold_nothing_before_the_fault(nezha_slice: Path) -> 
     assert all(r.time >= case.label.start for r in logs)
     normal = placed.normal_for(Modality.METRICS)
     assert normal is not None and normal.sources.metrics is not None
-    assert (
-        asyncio.run(normal.sources.metrics.series(MetricQuery(normal.window))) == []
-    )  # no look-back
+    assert asyncio.run(normal.sources.metrics.series(MetricQuery(normal.window))) == []  # no look-back
     direct = crop(case.incident, case.label.start)
     assert direct.sources.topology is case.incident.sources.topology
 
@@ -160,14 +164,16 @@ def test_a_drifted_normal_moves_only_the_normal_resource_levels_and_by_at_most_t
         window_moved = await moved.sources.metrics.series(query)
         window_plain = await plain.sources.metrics.series(query)
         assert len(window_moved) == len(window_plain)
-        assert all(np.array_equal(a.values, b.values, equal_nan=True)
-                   for a, b in zip(window_moved, window_plain, strict=True))  # the window as recorded
+        assert all(
+            np.array_equal(a.values, b.values, equal_nan=True) for a, b in zip(window_moved, window_plain, strict=True)
+        )  # the window as recorded
         normal, drifted = plain.normal[Modality.METRICS], moved.normal[Modality.METRICS]
         before = await normal.sources.metrics.series(MetricQuery(normal.window))
         after = await drifted.sources.metrics.series(MetricQuery(drifted.window))
         twice = await again.normal[Modality.METRICS].sources.metrics.series(MetricQuery(drifted.window))
-        assert all(np.array_equal(a.values, b.values, equal_nan=True)
-                   for a, b in zip(after, twice, strict=True))  # drawn from the case id
+        assert all(
+            np.array_equal(a.values, b.values, equal_nan=True) for a, b in zip(after, twice, strict=True)
+        )  # drawn from the case id
         factors = set()
         for b, a in zip(before, after, strict=True):
             ok = np.isfinite(b.values) & (b.values != 0)

@@ -87,8 +87,10 @@ def test_memory_drifting_by_a_percent_is_no_shift_but_a_fifth_is() -> None:
     normal = Series("svc", "MemoryUsageRate(%)", t, np.full(20, 20.0))
     drift = shift_of(normal, Series("svc", "MemoryUsageRate(%)", t + 1200, np.full(20, 20.2)))
     leak = shift_of(normal, Series("svc", "MemoryUsageRate(%)", t + 1200, np.full(20, 24.0)))
-    cpu = shift_of(Series("svc", "CpuUsageRate(%)", t, np.full(20, 20.0)),
-                   Series("svc", "CpuUsageRate(%)", t + 1200, np.full(20, 20.2)))  # fmt: skip
+    cpu = shift_of(
+        Series("svc", "CpuUsageRate(%)", t, np.full(20, 20.0)),
+        Series("svc", "CpuUsageRate(%)", t + 1200, np.full(20, 20.2)),
+    )
     assert drift is not None and leak is not None and cpu is not None
     assert drift.score < 3 < leak.score
     assert cpu.score > 3  # the wider floor is memory's alone
@@ -181,11 +183,22 @@ def test_overlapping_children_cover_their_union_and_each_callee_gets_the_gap() -
         Span("v", "p", "", "a", "work", 0.0, 1.0),  # the same span id in another trace: its own span
     ]
     own, gaps = timings(spans)
-    assert sorted((str(s), float(t), round(float(v), 6)) for s, t, v in zip(own.subject, own.start, own.seconds, strict=True)) == [
-        ("a", 0.0, 1.0), ("a", 0.0, 3.0), ("a", 0.0, 10.0),  # v's root; t's root: 10 s less 1-6 and 8-10; u's local child
-        ("a", 1.0, 3.0), ("a", 3.0, 3.0), ("a", 8.0, 4.0), ("b", 2.0, 3.0), ("c", 4.0, 3.0)]  # leaves: all their own
+    assert sorted(
+        (str(s), float(t), round(float(v), 6)) for s, t, v in zip(own.subject, own.start, own.seconds, strict=True)
+    ) == [
+        ("a", 0.0, 1.0),
+        ("a", 0.0, 3.0),
+        ("a", 0.0, 10.0),  # v's root; t's root: 10 s less 1-6 and 8-10; u's local child
+        ("a", 1.0, 3.0),
+        ("a", 3.0, 3.0),
+        ("a", 8.0, 4.0),
+        ("b", 2.0, 3.0),
+        ("c", 4.0, 3.0),
+    ]  # leaves: all their own
     assert sorted((str(s), round(float(v), 6)) for s, v in zip(gaps.subject, gaps.seconds, strict=True)) == [
-        ("a->b", 5.0), ("a->c", 5.0)]  # 10 s less the 2-7 the two callees cover, on each call
+        ("a->b", 5.0),
+        ("a->c", 5.0),
+    ]  # 10 s less the 2-7 the two callees cover, on each call
 
 
 def test_template_shift_is_scaled_by_volume() -> None:
@@ -194,7 +207,9 @@ def test_template_shift_is_scaled_by_volume() -> None:
 
     miner = new_miner()
     normal = mine(miner, recs(30, "served request 1", 0) + recs(30, "cache hit 2", 0))
-    now = mine(miner, recs(60, "served request 7", 60) + recs(60, "cache hit 9", 60) + recs(20, "timeout calling db 3", 60))
+    now = mine(
+        miner, recs(60, "served request 7", 60) + recs(60, "cache hit 9", 60) + recs(20, "timeout calling db 3", 60)
+    )
     shifts = {s.template: s for s in template_shifts(normal, now)}
     new = next(s for t, s in shifts.items() if "timeout" in t)
     assert new.is_new and new.score > 3
@@ -203,13 +218,15 @@ def test_template_shift_is_scaled_by_volume() -> None:
 
 def test_a_template_that_stopped_keeps_its_text() -> None:
     miner = new_miner()
-    normal = mine(miner, [LogRecord(float(i), "svc", Severity.INFO, f"query start for route {i}") for i in range(40)]
-                  + [LogRecord(float(i), "svc", Severity.INFO, "served") for i in range(40)])  # fmt: skip
+    normal = mine(
+        miner,
+        [LogRecord(float(i), "svc", Severity.INFO, f"query start for route {i}") for i in range(40)]
+        + [LogRecord(float(i), "svc", Severity.INFO, "served") for i in range(40)],
+    )
     now = mine(miner, [LogRecord(60.0 + i, "svc", Severity.INFO, "served") for i in range(40)])
     stopped = next(s for s in template_shifts(normal, now) if s.now_per_min == 0)
     assert "query start for route" in stopped.template and stopped.score < -3
     assert stopped.severity is Severity.INFO and not stopped.is_new
-
 
 
 def test_a_template_s_onset_is_where_it_departs_from_its_share() -> None:
@@ -219,12 +236,18 @@ def test_a_template_s_onset_is_where_it_departs_from_its_share() -> None:
         out = []
         for t in range(600):
             out.append(LogRecord(1000.0 + t, "svc", Severity.INFO, "served"))
-            out.extend(LogRecord(1000.0 + t + 0.5 * k, "svc", Severity.INFO, "queried") for k in range(2 if t >= 300 else 1))
+            out.extend(
+                LogRecord(1000.0 + t + 0.5 * k, "svc", Severity.INFO, "queried") for k in range(2 if t >= 300 else 1)
+            )
             if t % 10 == 0 and t < 200:
                 out.append(LogRecord(1000.0 + t, "svc", Severity.INFO, "checked"))
         return out
 
-    normal = [r for t in range(600) for r in (LogRecord(t, "svc", Severity.INFO, "served"), LogRecord(t, "svc", Severity.INFO, "queried"))]
+    normal = [
+        r
+        for t in range(600)
+        for r in (LogRecord(t, "svc", Severity.INFO, "served"), LogRecord(t, "svc", Severity.INFO, "queried"))
+    ]
     normal += [LogRecord(float(t), "svc", Severity.INFO, "checked") for t in range(0, 600, 10)]
     miner = new_miner()
     shifts = {s.template: s for s in template_shifts(mine(miner, normal), mine(miner, window()))}
@@ -240,8 +263,10 @@ def test_a_code_path_cut_short_within_traces() -> None:
         for i in range(n):
             t, tid = t0 + 2.0 * i, f"{t0:.0f}-{i}"
             cut = cut_from is not None and t >= cut_from and i % 2 == 0
-            out += [LogRecord(t, "caller", Severity.INFO, "calling svc", tid),
-                    LogRecord(t + 0.1, "svc", Severity.INFO, f"start order {i}", tid)]  # fmt: skip
+            out += [
+                LogRecord(t, "caller", Severity.INFO, "calling svc", tid),
+                LogRecord(t + 0.1, "svc", Severity.INFO, f"start order {i}", tid),
+            ]
             if not cut:
                 out.append(LogRecord(t + 0.2, "svc", Severity.INFO, f"done order {i} in 5 ms", tid))
             out.append(LogRecord(t + 0.3, "caller", Severity.INFO, "svc answered", tid))
@@ -254,14 +279,18 @@ def test_a_code_path_cut_short_within_traces() -> None:
     assert cut.entity == "svc" and "start" in cut.first and "done" in cut.then
     assert 1290.0 <= cut.onset <= 1320.0 and cut.cut >= 0.4 * (cut.traces - 150)
     # a window that opens or closes in the middle of requests cuts nothing
-    assert all(c.score <= 3 for c in cut_paths(normal, mine(miner, requests(1000.0, 300, None)), Window(1000.4, 1599.5)))
+    assert all(
+        c.score <= 3 for c in cut_paths(normal, mine(miner, requests(1000.0, 300, None)), Window(1000.4, 1599.5))
+    )
 
 
 def test_a_service_that_serves_requests_without_writing_its_lines_is_cut_short() -> None:
     # each request: a caller's line, svc's span, and svc logs one of two lines whose shapes
     # differ (no single template follows every span); from 1300 s on, svc throws before its
     # first line
-    def requests(t0: float, n: int, silent_from: float | None, logs_until: float = 1e9) -> tuple[list[LogRecord], list[Span]]:
+    def requests(
+        t0: float, n: int, silent_from: float | None, logs_until: float = 1e9
+    ) -> tuple[list[LogRecord], list[Span]]:
         logs, spans = [], []
         for i in range(n):
             t, tid = t0 + 2.0 * i, f"{t0:.0f}-{i}"
@@ -277,7 +306,9 @@ def test_a_service_that_serves_requests_without_writing_its_lines_is_cut_short()
     normal_logs_, normal_spans = requests(0.0, 200, None)
     normal = mine(miner, normal_logs_)
     now_logs, now_spans = requests(1000.0, 300, 1300.0)
-    found = cut_paths(normal, mine(miner, now_logs), Window(1000.0, 1600.0), normal_spans=normal_spans, now_spans=now_spans)
+    found = cut_paths(
+        normal, mine(miner, now_logs), Window(1000.0, 1600.0), normal_spans=normal_spans, now_spans=now_spans
+    )
     (cut,) = [c for c in found if c.score > 3]
     assert cut.entity == "svc" and "GET /price" in cut.first and cut.then == "a line of its own"
     assert 1290.0 <= cut.onset <= 1320.0 and cut.cut >= 140
@@ -285,12 +316,25 @@ def test_a_service_that_serves_requests_without_writing_its_lines_is_cut_short()
     assert all(c.score <= 3 for c in cut_paths(normal, mine(miner, now_logs), Window(1000.0, 1600.0)))
     # logs read only up to 1300 s while spans go on: the spans past the logs' end cut nothing
     early_logs, early_spans = requests(1000.0, 300, None, logs_until=1300.0)
-    assert not [c for c in cut_paths(normal, mine(miner, early_logs), Window(1000.0, 1600.0),
-                                     normal_spans=normal_spans, now_spans=early_spans) if c.score > 3]  # fmt: skip
+    assert not [
+        c
+        for c in cut_paths(
+            normal, mine(miner, early_logs), Window(1000.0, 1600.0), normal_spans=normal_spans, now_spans=early_spans
+        )
+        if c.score > 3
+    ]
     # normal minutes whose lines were left out (an earlier fault's) teach no share of their spans
     _, more_spans = requests(500.0, 100, None)
-    assert cut_paths(normal, mine(miner, now_logs), Window(1000.0, 1600.0), normal_spans=normal_spans + more_spans,
-                     now_spans=now_spans)[0].normal_share == 1.0  # fmt: skip
+    assert (
+        cut_paths(
+            normal,
+            mine(miner, now_logs),
+            Window(1000.0, 1600.0),
+            normal_spans=normal_spans + more_spans,
+            now_spans=now_spans,
+        )[0].normal_share
+        == 1.0
+    )
 
 
 def test_error_lines_that_name_another_service_are_failed_calls_to_it() -> None:
@@ -299,14 +343,23 @@ def test_error_lines_that_name_another_service_are_failed_calls_to_it() -> None:
     def line(entity: str, text: str, severity: Severity = Severity.ERROR) -> LogRecord:
         return LogRecord(0.0, entity, severity, text)
 
-    now = mine(new_miner(), [
-        *(line("ts-travel-service", f"request {i} failed; nested exception is IllegalStateException: "
-                                    "No instances available for ts-basic-service") for i in range(3)),
-        line("ts-basic-service", "query failed in ts-basic-service: no station"),  # its own name
-        line("checkout", "user not found"),  # a plain word that happens to name a service
-        line("checkout", "HTTPConnectionPool(host='cart', port=80): Max retries exceeded"),
-        line("ts-travel-service", "served ts-basic-service answer", Severity.INFO),  # not an error
-    ])  # fmt: skip
+    now = mine(
+        new_miner(),
+        [
+            *(
+                line(
+                    "ts-travel-service",
+                    f"request {i} failed; nested exception is IllegalStateException: "
+                    "No instances available for ts-basic-service",
+                )
+                for i in range(3)
+            ),
+            line("ts-basic-service", "query failed in ts-basic-service: no station"),  # its own name
+            line("checkout", "user not found"),  # a plain word that happens to name a service
+            line("checkout", "HTTPConnectionPool(host='cart', port=80): Max retries exceeded"),
+            line("ts-travel-service", "served ts-basic-service answer", Severity.INFO),  # not an error
+        ],
+    )
     named = {entity: peers for (entity, _), peers in dependency_errors(now, services).items()}
     assert named == {"ts-travel-service": frozenset({"ts-basic-service"}), "checkout": frozenset({"cart"})}
 
@@ -321,10 +374,13 @@ def test_a_template_s_run_ends_where_its_excess_ends() -> None:
 
 
 def test_one_text_written_at_two_code_locations_is_two_templates() -> None:
-    recs = [LogRecord(float(i), "svc", Severity.INFO, f"calculate time {i}", location=f"Impl#{366 + 6 * (i % 2)}")
-            for i in range(20)]  # fmt: skip
+    recs = [
+        LogRecord(float(i), "svc", Severity.INFO, f"calculate time {i}", location=f"Impl#{366 + 6 * (i % 2)}")
+        for i in range(20)
+    ]
     ids = {m.record.location: m.template_id for m in mine(new_miner(), recs)}
     assert len(set(ids.values())) == 2 and all(loc in tid for loc, tid in ids.items())
+
 
 def test_a_look_back_minute_with_an_error_burst_is_not_normal() -> None:
     def recs(svc: str, minute: int, ok: int, errors: int) -> list[LogRecord]:
@@ -334,9 +390,13 @@ def test_a_look_back_minute_with_an_error_burst_is_not_normal() -> None:
 
     miner = new_miner()
     free = mine(miner, recs("contacts", 0, 20, 0) + recs("orders", 0, 20, 2))
-    back = mine(miner, recs("contacts", 10, 20, 0) + recs("contacts", 11, 5, 15)  # an earlier fault's tail
-                + recs("orders", 11, 20, 3)  # its usual errors
-                + recs("unseen", 11, 5, 15))  # fmt: skip
+    back = mine(
+        miner,
+        recs("contacts", 10, 20, 0)
+        + recs("contacts", 11, 5, 15)  # an earlier fault's tail
+        + recs("orders", 11, 20, 3)  # its usual errors
+        + recs("unseen", 11, 5, 15),
+    )
     kept = {(m.record.entity, int(m.record.time // 60)) for m in normal_logs(back, free)}
     assert ("contacts", 10) in kept and ("contacts", 11) not in kept
     assert ("orders", 11) in kept and ("unseen", 11) in kept  # a service the stretch never saw keeps all
@@ -368,8 +428,18 @@ def _with_quiet(edges: list[tuple[str, str]]) -> nx.DiGraph:
 
 
 def _ev(i: int, entity: str, kind: EvidenceKind, signal: Signal, score: float, onset: float | None = 500.0) -> Evidence:
-    return Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS if kind is EvidenceKind.METRIC_SHIFT else Modality.TRACES,
-                    kind, entity, "m", score, signal, "q", "d", onset)  # fmt: skip
+    return Evidence(
+        EvidenceId(f"ev-{i}"),
+        Modality.METRICS if kind is EvidenceKind.METRIC_SHIFT else Modality.TRACES,
+        kind,
+        entity,
+        "m",
+        score,
+        signal,
+        "q",
+        "d",
+        onset,
+    )
 
 
 def test_a_caller_explained_by_its_callee_is_a_victim() -> None:
@@ -421,9 +491,14 @@ def test_a_callee_explains_a_slow_caller_only_through_calls_that_are_slow_while_
 
     def rationale(evidence: list[Evidence], timed: frozenset[str], **config: frozenset[str]) -> str:
         share = GapShare(1.0, 0.0, timed)
-        hyps = score_hypotheses(evidence, graph=graph, window=window, symptom="front",
-                                edge_share=lambda e: share if e == "a" else GapShare(1.0, 0.0),
-                                config=ScoringConfig(**config))  # fmt: skip
+        hyps = score_hypotheses(
+            evidence,
+            graph=graph,
+            window=window,
+            symptom="front",
+            edge_share=lambda e: share if e == "a" else GapShare(1.0, 0.0),
+            config=ScoringConfig(**config),
+        )
         return next(h.rationale for h in hyps if h.service == "a")
 
     assert "callee b" in rationale([slow_a, busy_b], frozenset())  # the calls were not timed: no objection
@@ -431,8 +506,13 @@ def test_a_callee_explains_a_slow_caller_only_through_calls_that_are_slow_while_
     assert "callee b" in rationale([slow_a, busy_b, call], frozenset({"b"}))  # slow, and still
     assert "callee" not in rationale([slow_a, busy_b, replace(call, until=550.0)], frozenset({"b"}))  # slow no more
     own_side = GapShare(0.0, 0.8, frozenset({"b"}))  # a slowed most of its calls on its own side
-    hyps = score_hypotheses([slow_a, busy_b, call], graph=graph, window=window, symptom="front",
-                            edge_share=lambda e: own_side if e == "a" else GapShare(1.0, 0.0))  # fmt: skip
+    hyps = score_hypotheses(
+        [slow_a, busy_b, call],
+        graph=graph,
+        window=window,
+        symptom="front",
+        edge_share=lambda e: own_side if e == "a" else GapShare(1.0, 0.0),
+    )
     assert "callee" not in next(h.rationale for h in hyps if h.service == "a")
     assert "callee b" in rationale([slow_a, busy_b], frozenset({"b"}), off=frozenset({"calls"}))  # the switch
 
@@ -456,8 +536,9 @@ def test_failed_calls_to_a_dependency_are_no_exception_of_the_caller() -> None:
     window = Window(0.0, 1000.0)
 
     def logs(i: int, entity: str, kind: EvidenceKind, score: float, detail: str) -> Evidence:
-        return Evidence(EvidenceId(f"ev-{i}"), Modality.LOGS, kind, entity, f"T{i}", score, Signal.ERRORS, "q",
-                        detail, 600.0)  # fmt: skip
+        return Evidence(
+            EvidenceId(f"ev-{i}"), Modality.LOGS, kind, entity, f"T{i}", score, Signal.ERRORS, "q", detail, 600.0
+        )
 
     cut = logs(2, "c", EvidenceKind.LOG_PATH_CUT, 8.0, "12 of 30 traces wrote 'start' without 'done'")
     text = "ERROR 'threw exception: No instances available for b' 3.0/min (new)"
@@ -499,8 +580,20 @@ def test_the_symptoms_own_anomaly_sets_the_incident_time() -> None:
 
 def _errors(i: int, entity: str, score: float, shape: list[float]) -> Evidence:
     profile = tuple((600.0 + 60 * k, z) for k, z in enumerate(shape))
-    return Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, "availability",
-                    score, Signal.ERRORS, "q", "d", 600.0, -1, profile)  # fmt: skip
+    return Evidence(
+        EvidenceId(f"ev-{i}"),
+        Modality.METRICS,
+        EvidenceKind.METRIC_SHIFT,
+        entity,
+        "availability",
+        score,
+        Signal.ERRORS,
+        "q",
+        "d",
+        600.0,
+        -1,
+        profile,
+    )
 
 
 def test_an_endpoint_seen_only_from_outside_defers_to_the_sibling_it_moves_with() -> None:
@@ -525,14 +618,19 @@ def test_an_endpoint_seen_only_from_outside_defers_to_the_sibling_it_moves_with(
     coarse[0] = _errors(1, "lb", 160.0, [0.5, 160.0])
     assert score_hypotheses(coarse, graph=graph, window=window, symptom="front")[0].service == "lb"
     # anomalous in every sample they share, the two span the same time, however they wobble
-    throughout = [_errors(1, "lb", 160.0, [160.0, 20.0, 90.0, 70.0]), _errors(2, "search", 48.0, [20.0, 48.0, 45.0, 44.0])]
+    throughout = [
+        _errors(1, "lb", 160.0, [160.0, 20.0, 90.0, 70.0]),
+        _errors(2, "search", 48.0, [20.0, 48.0, 45.0, 44.0]),
+    ]
     assert score_hypotheses(throughout, graph=graph, window=window, symptom="front")[0].service == "search"
     throughout[1] = _errors(2, "search", 48.0, [20.0, 48.0, 45.0, 1.0])
     assert score_hypotheses(throughout, graph=graph, window=window, symptom="front")[0].service == "lb"
     # a sibling that calls the endpoint itself is not behind it: the endpoint explains it
     calling = _with_quiet([("front", "lb"), ("front", "search"), ("search", "db"), ("search", "lb")])
-    alike = [replace(_errors(i, name, score, shape), subject="latency", signal=Signal.LATENCY, direction=1)
-             for i, name, score in ((1, "lb", 50.0), (2, "search", 48.0))]  # fmt: skip
+    alike = [
+        replace(_errors(i, name, score, shape), subject="latency", signal=Signal.LATENCY, direction=1)
+        for i, name, score in ((1, "lb", 50.0), (2, "search", 48.0))
+    ]
     assert score_hypotheses(alike, graph=calling, window=window, symptom="front")[0].service == "lb"
 
 
@@ -548,8 +646,12 @@ def test_a_callee_whose_anomaly_runs_with_the_caller_s_explains_it_slowed_or_fai
     hyps = {h.service: h for h in score_hypotheses(along, graph=graph, window=window, symptom="front")}
     assert "callee b" in hyps["a"].rationale
     failing = [caller, _errors(2, "b", 44.0, [-40.0, -44.0, -2.0])]
-    hyps = {h.service: h for h in score_hypotheses(failing, graph=graph, window=window, symptom="front",
-                                                   modalities=frozenset({Modality.METRICS}))}  # fmt: skip
+    hyps = {
+        h.service: h
+        for h in score_hypotheses(
+            failing, graph=graph, window=window, symptom="front", modalities=frozenset({Modality.METRICS})
+        )
+    }
     assert "callee b" in hyps["a"].rationale
 
 
@@ -558,15 +660,21 @@ def test_a_callee_that_only_slowed_explains_errors_only_when_it_stands_out_as_mu
     window = Window(0.0, 1000.0)
 
     def errors_at_a_and_latency_at_b(latency: float) -> list[Evidence]:
-        return [_ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.ERRORS, 60.0),
-                _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, latency)]  # fmt: skip
+        return [
+            _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.ERRORS, 60.0),
+            _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, latency),
+        ]
 
     # b slowed to about three quarters of a's value: enough to explain a's slowness, not its errors
-    mild = {h.service: h for h in score_hypotheses(errors_at_a_and_latency_at_b(8.0), graph=graph, window=window,
-                                                   symptom="front")}  # fmt: skip
+    mild = {
+        h.service: h
+        for h in score_hypotheses(errors_at_a_and_latency_at_b(8.0), graph=graph, window=window, symptom="front")
+    }
     assert "callee" not in mild["a"].rationale
-    severe = {h.service: h for h in score_hypotheses(errors_at_a_and_latency_at_b(400.0), graph=graph,
-                                                     window=window, symptom="front")}  # fmt: skip
+    severe = {
+        h.service: h
+        for h in score_hypotheses(errors_at_a_and_latency_at_b(400.0), graph=graph, window=window, symptom="front")
+    }
     assert "callee b" in severe["a"].rationale
 
 
@@ -588,8 +696,20 @@ def test_an_anomaly_that_began_after_the_alert_weighs_less() -> None:
 
     def cpu(i: int, entity: str, score: float, onset: float) -> Evidence:
         profile = tuple((t, score if t >= onset else 0.0) for t in (600.0, 900.0, 1200.0))
-        return Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, "cpu", score,
-                        Signal.CPU, "q", "d", onset, 1, profile)  # fmt: skip
+        return Evidence(
+            EvidenceId(f"ev-{i}"),
+            Modality.METRICS,
+            EvidenceKind.METRIC_SHIFT,
+            entity,
+            "cpu",
+            score,
+            Signal.CPU,
+            "q",
+            "d",
+            onset,
+            1,
+            profile,
+        )
 
     evidence = [cpu(1, "a", 30.0, 600.0), cpu(2, "b", 60.0, 1200.0)]
     assert score_hypotheses(evidence, graph=graph, window=window, symptom="front")[0].service == "b"
@@ -613,19 +733,50 @@ def test_every_fault_type_can_be_named() -> None:
         "f": (Signal.TRAFFIC, "requests_total"),
     }
     evidence = [
-        Evidence(EvidenceId(f"ev-{i}"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, entity, metric, 50.0,
-                 signal, "q", "d", 500.0)  # fmt: skip
+        Evidence(
+            EvidenceId(f"ev-{i}"),
+            Modality.METRICS,
+            EvidenceKind.METRIC_SHIFT,
+            entity,
+            metric,
+            50.0,
+            signal,
+            "q",
+            "d",
+            500.0,
+        )
         for i, (entity, (signal, metric)) in enumerate(cases.items(), start=1)
     ]
-    faults = {h.service: h.fault_type.value for h in score_hypotheses(
-        evidence, graph=graph, window=window, symptom="front", modalities=frozenset({Modality.METRICS}))}  # fmt: skip
-    assert faults == {"a": "cpu", "b": "memory", "c": "disk", "d": "network_loss", "e": "network_delay", "f": "overload"}
+    faults = {
+        h.service: h.fault_type.value
+        for h in score_hypotheses(
+            evidence, graph=graph, window=window, symptom="front", modalities=frozenset({Modality.METRICS})
+        )
+    }
+    assert faults == {
+        "a": "cpu",
+        "b": "memory",
+        "c": "disk",
+        "d": "network_loss",
+        "e": "network_delay",
+        "f": "overload",
+    }
 
 
 def _log(i: int, entity: str, kind: EvidenceKind, score: float, detail: str, direction: int = 1) -> Evidence:
-    return Evidence(EvidenceId(f"ev-{i}"), Modality.LOGS, kind, entity, f"T{i}", score,
-                    Signal.ERRORS if kind is EvidenceKind.LOG_ERROR_SHIFT else Signal.OTHER, "q", detail,
-                    500.0 if direction > 0 else None, direction)  # fmt: skip
+    return Evidence(
+        EvidenceId(f"ev-{i}"),
+        Modality.LOGS,
+        kind,
+        entity,
+        f"T{i}",
+        score,
+        Signal.ERRORS if kind is EvidenceKind.LOG_ERROR_SHIFT else Signal.OTHER,
+        "q",
+        detail,
+        500.0 if direction > 0 else None,
+        direction,
+    )
 
 
 def test_memory_that_rose_with_the_cpu_is_a_cpu_fault_and_memory_first_a_memory_fault() -> None:
@@ -633,8 +784,10 @@ def test_memory_that_rose_with_the_cpu_is_a_cpu_fault_and_memory_first_a_memory_
     window = Window(0.0, 1000.0)
 
     def fault(cpu_onset: float | None, mem_onset: float | None) -> tuple[str, set[str]]:
-        evidence = [_ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=cpu_onset),
-                    _ev(2, "a", EvidenceKind.METRIC_SHIFT, Signal.MEMORY, 200.0, onset=mem_onset)]  # fmt: skip
+        evidence = [
+            _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=cpu_onset),
+            _ev(2, "a", EvidenceKind.METRIC_SHIFT, Signal.MEMORY, 200.0, onset=mem_onset),
+        ]
         (top, *_) = score_hypotheses(evidence, graph=graph, window=window, symptom="front")
         assert top.service == "a"
         return top.fault_type.value, set(top.evidence)
@@ -666,10 +819,16 @@ def test_a_slow_service_is_no_victim_of_a_callee_that_only_fails_less() -> None:
     window = Window(0.0, 1000.0)
 
     def slow_a_failing_b(errors: float) -> dict[str, str]:
-        evidence = [_ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 60.0),
-                    _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.ERRORS, errors)]  # fmt: skip
-        return {h.service: h.rationale for h in score_hypotheses(
-            evidence, graph=graph, window=window, symptom="front", modalities=frozenset({Modality.METRICS}))}  # fmt: skip
+        evidence = [
+            _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 60.0),
+            _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.ERRORS, errors),
+        ]
+        return {
+            h.service: h.rationale
+            for h in score_hypotheses(
+                evidence, graph=graph, window=window, symptom="front", modalities=frozenset({Modality.METRICS})
+            )
+        }
 
     # b fails, most of what a slowed (enough to explain a slowness) but not all of it
     assert "callee" not in slow_a_failing_b(11.0)["a"]
@@ -679,8 +838,10 @@ def test_a_slow_service_is_no_victim_of_a_callee_that_only_fails_less() -> None:
 def test_evidence_read_twice_counts_once() -> None:
     graph = _with_quiet([("front", "a"), ("front", "b")])
     window = Window(0.0, 1000.0)
-    once = [_log(1, "a", EvidenceKind.LOG_ERROR_SHIFT, 4.0, "ERROR 'no contacts' 1.0/min (new)"),
-            _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 15.0)]  # fmt: skip
+    once = [
+        _log(1, "a", EvidenceKind.LOG_ERROR_SHIFT, 4.0, "ERROR 'no contacts' 1.0/min (new)"),
+        _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 15.0),
+    ]
     # a second branch read a's logs again: the same template shift, under a new id
     twice = [*once, replace(once[0], id=EvidenceId("ev-3"))]
     value = {h.service: h.value for h in score_hypotheses(once, graph=graph, window=window, symptom="front")}
@@ -697,7 +858,9 @@ def test_a_statement_whose_lines_changed_shape_did_not_stop() -> None:
     def drops(location: str) -> list[float]:
         miner = new_miner()
         normal = mine(miner, recs(0, 40, "seat request for trip G1 on day 5", location) + recs(0, 40, "served", ""))
-        now = mine(miner, recs(60, 40, "seat request for trip G1 on day 5 at hour 7", location) + recs(60, 40, "served", ""))
+        now = mine(
+            miner, recs(60, 40, "seat request for trip G1 on day 5 at hour 7", location) + recs(60, 40, "served", "")
+        )
         return [s.score for s in template_shifts(normal, now) if "seat" in s.template and s.score < 0]
 
     assert min(drops("")) < -3  # where lines name no location, the old shape looks stopped
@@ -713,7 +876,9 @@ def test_a_callee_whose_anomaly_began_well_after_its_caller_s_answers_it() -> No
             _log(1, "a", EvidenceKind.LOG_PATH_CUT, 20.0, "20 of 30 traces wrote 'start' without 'done'"),
             _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 12.0, onset=b_onset),
         ]
-        return {h.service: h.rationale for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")}["b"]
+        return {
+            h.service: h.rationale for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")
+        }["b"]
 
     assert "began after anomalous caller a" in rationale(800.0)  # a's cut began at 500
     assert "caller" not in rationale(520.0)  # within the clocks' tolerance
@@ -728,10 +893,14 @@ def test_a_caller_is_a_suspect_from_when_the_evidence_it_is_suspected_on_began()
         evidence = [
             _ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 4.0, onset=latency_onset),
             _log(2, "a", EvidenceKind.LOG_PATH_CUT, 20.0, "20 of 30 traces wrote 'start' without 'done'"),
-            replace(_log(3, "b", EvidenceKind.LOG_ERROR_SHIFT, 30.0, "ERROR 'NullPointerException' 5.0/min (new)"),
-                    onset=520.0),
+            replace(
+                _log(3, "b", EvidenceKind.LOG_ERROR_SHIFT, 30.0, "ERROR 'NullPointerException' 5.0/min (new)"),
+                onset=520.0,
+            ),
         ]
-        return {h.service: h.rationale for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")}["a"]
+        return {
+            h.service: h.rationale for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")
+        }["a"]
 
     assert "callee b" in rationale(300.0)
     assert "callee b" in rationale(520.0)
@@ -745,11 +914,15 @@ def test_a_service_whose_failed_calls_name_a_callee_is_explained_only_through_it
     def rationale(named: tuple[str, ...]) -> str:
         evidence = [
             _log(1, "a", EvidenceKind.LOG_PATH_CUT, 20.0, "20 of 30 traces wrote 'start' without 'done'"),
-            replace(_log(2, "a", EvidenceKind.LOG_DEPENDENCY_ERROR, 6.0, "ERROR 'No instances available' 1.0/min (new)"),
-                    peers=named),
+            replace(
+                _log(2, "a", EvidenceKind.LOG_DEPENDENCY_ERROR, 6.0, "ERROR 'No instances available' 1.0/min (new)"),
+                peers=named,
+            ),
             _log(3, "b", EvidenceKind.LOG_ERROR_SHIFT, 6.0, "ERROR 'order not found' 2.0/min (was 1.0/min)"),
         ]
-        return {h.service: h.rationale for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")}["a"]
+        return {
+            h.service: h.rationale for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")
+        }["a"]
 
     assert "callee b" in rationale(("b",))
     assert "callee" not in rationale(("c",))  # a failed on c, not on b
@@ -767,8 +940,14 @@ def test_errors_that_stopped_are_no_evidence_but_a_silenced_path_is() -> None:
 
     back = [r for m in range(5) for r in minute(m * 60.0, errors=True, queries=True)]
     now = [r for m in range(5, 10) for r in minute(m * 60.0, errors=False, queries=False)]
-    incident = Incident(CaseId("synthetic"), "synthetic", "svc", Window(300.0, 600.0), Sources(logs=InMemoryLogs(now)),
-                        {Modality.LOGS: Normal(Window(0.0, 300.0), Sources(logs=InMemoryLogs(back)))})  # fmt: skip
+    incident = Incident(
+        CaseId("synthetic"),
+        "synthetic",
+        "svc",
+        Window(300.0, 600.0),
+        Sources(logs=InMemoryLogs(now)),
+        {Modality.LOGS: Normal(Window(0.0, 300.0), Sources(logs=InMemoryLogs(back)))},
+    )
     found = asyncio.run(Toolbox(incident).logs("svc")).evidence
     assert any("query start" in e.detail and e.direction < 0 for e in found)
     assert not any("refused" in e.detail for e in found)
@@ -794,8 +973,14 @@ def test_a_logs_scan_the_budget_cannot_pay_for_glances_at_error_counts_for_one_r
 
     def incident(failing: str, busy: str) -> Incident:
         back, now = minutes(0, 5, failing, busy), minutes(5, 10, failing, busy)
-        return Incident(CaseId("synthetic"), "synthetic", "cart", Window(300.0, 600.0), Sources(logs=InMemoryLogs(now)),
-                        {Modality.LOGS: Normal(Window(0.0, 300.0), Sources(logs=InMemoryLogs(back)))})  # fmt: skip
+        return Incident(
+            CaseId("synthetic"),
+            "synthetic",
+            "cart",
+            Window(300.0, 600.0),
+            Sources(logs=InMemoryLogs(now)),
+            {Modality.LOGS: Normal(Window(0.0, 300.0), Sources(logs=InMemoryLogs(back)))},
+        )
 
     async def go(failing: str, busy: str) -> None:
         box = Toolbox(incident(failing, busy), budget=3)  # six services' lines cost six reads
@@ -819,8 +1004,12 @@ def test_a_repeated_read_finds_the_same_evidence_not_new_copies_of_it() -> None:
     box = Toolbox(case.incident)
 
     async def go() -> list[list[str]]:
-        reads = [await box.metrics("ts-contacts-service"), await box.logs("ts-contacts-service"),
-                 await box.metrics("ts-contacts-service"), await box.logs("ts-contacts-service")]  # fmt: skip
+        reads = [
+            await box.metrics("ts-contacts-service"),
+            await box.logs("ts-contacts-service"),
+            await box.metrics("ts-contacts-service"),
+            await box.logs("ts-contacts-service"),
+        ]
         return [[e.id for e in r.evidence] for r in reads]
 
     metrics, logs, metrics_again, logs_again = asyncio.run(go())
@@ -846,14 +1035,18 @@ def test_a_read_budget_counts_reads_as_the_backends_are_queried() -> None:
         refused = await box.logs("ts-order-service")
         assert refused.status == "budget" and not refused.evidence and box.reads == 3
         assert sum("read budget of 3 spent" in m for m in box.missing) == 1
-        logs_scan = await Toolbox(case.incident, budget=2, glance=False).scan("logs")  # one read per service: over budget
+        logs_scan = await Toolbox(case.incident, budget=2, glance=False).scan(
+            "logs"
+        )  # one read per service: over budget
         assert logs_scan.status == "budget"
         unlimited = Toolbox(case.incident)
         await unlimited.scan("logs")  # one read per service with lines in the window
         logged = {r.entity for r in await case.incident.sources.logs.records(LogQuery(case.incident.window))}
         assert unlimited.reads == len(logged & set(await unlimited.entities())) and not unlimited.exhausted
         traced = Toolbox(case.incident, budget=1)
-        assert (await traced.spans("not-a-traced-service")).status == "no_data" and traced.reads == 0  # held by no backend: free
+        assert (
+            await traced.spans("not-a-traced-service")
+        ).status == "no_data" and traced.reads == 0  # held by no backend: free
         assert (await traced.spans("ts-contacts-service")).status == "ok" and traced.reads == 1
 
     asyncio.run(go())

@@ -42,8 +42,15 @@ def scripted(tool: str, data: dict[str, Any], request: dict[str, Any]) -> dict[s
         out = []
         for s in data["steps"]:
             best = max((ev["score"] for ev in s["new_evidence"]), default=0.0)
-            out.append({"step": s["step"], "e": round(0.3 + 0.7 * min(1.0, best / 10), 3), "c_comp": 0.6,
-                        "k": 0.8, "note": "scored by evidence strength"})  # fmt: skip
+            out.append(
+                {
+                    "step": s["step"],
+                    "e": round(0.3 + 0.7 * min(1.0, best / 10), 3),
+                    "c_comp": 0.6,
+                    "k": 0.8,
+                    "note": "scored by evidence strength",
+                }
+            )
         return {"reflections": out}
     if tool == "choose_patches":  # the last offered first: a model with its own view
         return {"order": [{"patch": p["id"]} for p in reversed(data["patches"])]}
@@ -115,15 +122,24 @@ class MessagesStandIn:
             self._prefixes.add(prefix)
         n = next(self._ids)
         return {
-            "id": f"msg_standin{n:08d}", "type": "message", "role": "assistant", "model": body["model"],
+            "id": f"msg_standin{n:08d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
             "content": [{"type": "tool_use", "id": f"toolu_standin{n:08d}", "name": tool, "input": tool_input}],
-            "stop_reason": "tool_use", "stop_sequence": None,
-            "usage": {"input_tokens": total - read - write, "output_tokens": 20 + len(json.dumps(tool_input)) // 4,
-                      "cache_creation_input_tokens": write, "cache_read_input_tokens": read},
-        }  # fmt: skip
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": total - read - write,
+                "output_tokens": 20 + len(json.dumps(tool_input)) // 4,
+                "cache_creation_input_tokens": write,
+                "cache_read_input_tokens": read,
+            },
+        }
 
 
 def _error(status: int, kind: str, message: str, *, retry_after: str | None = None) -> web.Response:
     headers = {"retry-after": retry_after} if retry_after is not None else {}
-    return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status,
-                             headers=headers)  # fmt: skip
+    return web.json_response(
+        {"type": "error", "error": {"type": kind, "message": message}}, status=status, headers=headers
+    )

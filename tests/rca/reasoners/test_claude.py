@@ -30,24 +30,71 @@ SECRET_LOG = "WARN login retry for admin password=Hunter2-secret Authorization: 
 def state() -> DiagnosticState:
     graph = nx.DiGraph([("frontend", "api"), ("api", "db"), ("api", "ts-evil-service")])
     evidence = (
-        Evidence(EvidenceId("ev-1"), Modality.METRICS, EvidenceKind.METRIC_SHIFT, "db", "CpuUsage", 40.0, Signal.CPU,
-                 "metrics{entity=db}", "CpuUsage rose to 95 (normal 5, robust z 40)", onset=1000.0),
-        Evidence(EvidenceId("ev-2"), Modality.LOGS, EvidenceKind.LOG_NEW_TEMPLATE, "api", "T1", 8.0, Signal.ERRORS,
-                 "logs{entity=api}", INJECTION, onset=1010.0),
-        Evidence(EvidenceId("ev-3"), Modality.LOGS, EvidenceKind.LOG_NEW_TEMPLATE, "api", "T2", 6.0, Signal.ERRORS,
-                 "logs{entity=api}", SECRET_LOG, onset=1012.0),
-    )  # fmt: skip
+        Evidence(
+            EvidenceId("ev-1"),
+            Modality.METRICS,
+            EvidenceKind.METRIC_SHIFT,
+            "db",
+            "CpuUsage",
+            40.0,
+            Signal.CPU,
+            "metrics{entity=db}",
+            "CpuUsage rose to 95 (normal 5, robust z 40)",
+            onset=1000.0,
+        ),
+        Evidence(
+            EvidenceId("ev-2"),
+            Modality.LOGS,
+            EvidenceKind.LOG_NEW_TEMPLATE,
+            "api",
+            "T1",
+            8.0,
+            Signal.ERRORS,
+            "logs{entity=api}",
+            INJECTION,
+            onset=1010.0,
+        ),
+        Evidence(
+            EvidenceId("ev-3"),
+            Modality.LOGS,
+            EvidenceKind.LOG_NEW_TEMPLATE,
+            "api",
+            "T2",
+            6.0,
+            Signal.ERRORS,
+            "logs{entity=api}",
+            SECRET_LOG,
+            onset=1012.0,
+        ),
+    )
     hypotheses = (
         Hypothesis(HypothesisId("h-1"), "db", FaultType.CPU, 0.62, (EvidenceId("ev-1"),), "localised cpu"),
         Hypothesis(HypothesisId("h-2"), "ts-evil-service", FaultType.EXCEPTION, 0.2, (EvidenceId("ev-2"),), "log"),
-        Hypothesis(HypothesisId("h-3"), "api", FaultType.EXCEPTION, 0.3, (EvidenceId("ev-2"), EvidenceId("ev-3")), "log"),
-    )  # fmt: skip
-    return DiagnosticState(AgentKind.METRIC, "frontend", Window(0, 1200), graph, frozenset({"frontend", "api"}),
-                           evidence, hypotheses, frozenset(), ("db",), tuple(Tool), "api exception 0.30")  # fmt: skip
+        Hypothesis(
+            HypothesisId("h-3"), "api", FaultType.EXCEPTION, 0.3, (EvidenceId("ev-2"), EvidenceId("ev-3")), "log"
+        ),
+    )
+    return DiagnosticState(
+        AgentKind.METRIC,
+        "frontend",
+        Window(0, 1200),
+        graph,
+        frozenset({"frontend", "api"}),
+        evidence,
+        hypotheses,
+        frozenset(),
+        ("db",),
+        tuple(Tool),
+        "api exception 0.30",
+    )
 
 
-def with_standin(test: Callable[[MessagesStandIn, ClaudeReasoner], Awaitable[None]], *,
-                 standin: MessagesStandIn | None = None, **config: Any) -> MessagesStandIn:  # fmt: skip
+def with_standin(
+    test: Callable[[MessagesStandIn, ClaudeReasoner], Awaitable[None]],
+    *,
+    standin: MessagesStandIn | None = None,
+    **config: Any,
+) -> MessagesStandIn:
     api = standin or MessagesStandIn()
 
     async def go() -> None:
@@ -70,7 +117,13 @@ def test_request_shape_and_one_call_for_n_candidates() -> None:
         (req,) = api.requests
         assert req["model"] == "claude-sonnet-5-5" and req["max_tokens"] > 0
         assert req["system"][0]["cache_control"] == {"type": "ephemeral"}
-        assert [t["name"] for t in req["tools"]] == ["propose_actions", "score_reflections", "judge_decision", "choose_patches", "answer_question"]
+        assert [t["name"] for t in req["tools"]] == [
+            "propose_actions",
+            "score_reflections",
+            "judge_decision",
+            "choose_patches",
+            "answer_question",
+        ]
         assert req["tools"][-1]["cache_control"] == {"type": "ephemeral"}
         assert req["tool_choice"] == {"type": "tool", "name": "propose_actions"}
         key = api.headers[0].get("x-api-key") or api.headers[0].get("Authorization", "").removeprefix("Bearer ")
@@ -86,9 +139,11 @@ def test_request_shape_and_one_call_for_n_candidates() -> None:
 def test_reflections_are_batched_in_one_call() -> None:
     async def test(api: MessagesStandIn, claude: ClaudeReasoner) -> None:
         s = state()
-        steps = [Step(Action(Tool.METRICS, "db"), s.evidence[:1], "ok", s),
-                 Step(Action(Tool.LOGS, "api"), s.evidence[1:], "ok", s),
-                 Step(Action(Tool.NEIGHBOURS, "api"), (), "ok", s)]  # fmt: skip
+        steps = [
+            Step(Action(Tool.METRICS, "db"), s.evidence[:1], "ok", s),
+            Step(Action(Tool.LOGS, "api"), s.evidence[1:], "ok", s),
+            Step(Action(Tool.NEIGHBOURS, "api"), (), "ok", s),
+        ]
         reflections = await claude.reflect(s, steps)
         assert len(api.requests) == 1 and len(reflections) == 3
         assert reflections[0].e > reflections[2].e  # the scripted model read the steps' evidence
@@ -209,7 +264,10 @@ def test_a_whole_investigation_within_budget(nezha_slice: Path) -> None:
         phases = {p: (calls, tokens) for p, calls, tokens in cost.llm_phases}
         assert phases["decision"][0] == 1 and phases["proposal"][0] >= 1 and phases["reflection"][0] >= 1
         assert sum(c for c, _ in phases.values()) == cost.llm_calls
-        assert sum(t for _, t in phases.values()) == cost.llm_input_tokens + cost.llm_output_tokens + cost.llm_cached_tokens
+        assert (
+            sum(t for _, t in phases.values())
+            == cost.llm_input_tokens + cost.llm_output_tokens + cost.llm_cached_tokens
+        )
         assert diagnosis.ranking
         doc = diagnosis.trace
         assert doc is not None and doc["cost"]["llm_phases"]["decision"]["calls"] == 1  # type: ignore[index]

@@ -16,10 +16,17 @@ from rca.sources.datasets import find_cases
 
 def _state(evidence: tuple[Evidence, ...]) -> DiagnosticState:
     return DiagnosticState(
-        agent=AgentKind.LOG, symptom="front", window=Window(0.0, 600.0), graph=nx.DiGraph([("front", "a"), ("a", "b")]),
-        scope=frozenset({"front", "a"}), evidence=evidence, hypotheses=(), tried=frozenset(), leads=("a", "b"),
+        agent=AgentKind.LOG,
+        symptom="front",
+        window=Window(0.0, 600.0),
+        graph=nx.DiGraph([("front", "a"), ("a", "b")]),
+        scope=frozenset({"front", "a"}),
+        evidence=evidence,
+        hypotheses=(),
+        tried=frozenset(),
+        leads=("a", "b"),
         tools=tuple(Tool),
-    )  # fmt: skip
+    )
 
 
 def _ev(modality: Modality, kind: EvidenceKind) -> Evidence:
@@ -61,4 +68,7 @@ def test_what_the_agent_s_own_glance_ranked_first_outweighs_the_other_agents_lea
     query = {a.target: v for a, v in p.items() if a.tool is Tool.LOGS}
     # at temperature 0.7 a lead of one is about four times the weight of the next action
     assert query["b"] - max(v for a, v in p.items() if a != Action(Tool.LOGS, "b")) >= 1.0
-    assert OfflineReasoner().priorities(state)[Action(Tool.LOGS, "a")] > OfflineReasoner().priorities(state)[Action(Tool.LOGS, "b")]
+    assert (
+        OfflineReasoner().priorities(state)[Action(Tool.LOGS, "a")]
+        > OfflineReasoner().priorities(state)[Action(Tool.LOGS, "b")]
+    )

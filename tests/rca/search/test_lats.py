@@ -109,8 +109,13 @@ def test_handoff_when_reflection_falls_below_thresholds(case: IncidentCase) -> N
     ranked = [e for e in events if isinstance(e, HypothesesRanked) and e.agent is AgentKind.METRIC]
     assert len(ranked) == 2  # handed off after the minimum number of iterations
 
-    patient = SearchEngine(Variant("lats", (AgentKind.METRIC, AgentKind.LOG),
-                                   replace(cfg, handoff_r=0.0, handoff_c_comp=0.0, confirm_value=2.0)))  # fmt: skip
+    patient = SearchEngine(
+        Variant(
+            "lats",
+            (AgentKind.METRIC, AgentKind.LOG),
+            replace(cfg, handoff_r=0.0, handoff_c_comp=0.0, confirm_value=2.0),
+        )
+    )
     events = asyncio.run(_events(patient, case.incident))
     assert [e.reason for e in events if isinstance(e, Handoff)][0] == "turn budget spent"
 
@@ -142,8 +147,10 @@ def test_a_source_with_nothing_for_the_window_is_reported(tmp_path: Path) -> Non
     assert not [e for e in diagnosis.trace["evidence_package"]["evidence"] if e["modality"] == "logs"]
     callless = replace(case.incident, sources=replace(case.incident.sources, topology=StaticTopology(nx.DiGraph())))
     assert "topology: no calls seen" in asyncio.run(build_engine("lats").investigate(callless)).missing
-    assert not any("no records" in m for m in asyncio.run(build_engine("lats").investigate(
-        find_cases(NEZHA_SLICE)[0].incident)).missing)  # fmt: skip
+    assert not any(
+        "no records" in m
+        for m in asyncio.run(build_engine("lats").investigate(find_cases(NEZHA_SLICE)[0].incident)).missing
+    )
 
 
 @pytest.mark.parametrize("name", ["linear", "linear-multi"])
@@ -179,7 +186,11 @@ def test_before_deciding_the_search_reads_the_leading_suspects_neighbourhoods(ca
 
     def unread(engine: SearchEngine) -> set[str]:
         events = asyncio.run(_events(engine, case.incident))
-        read = {e.action.rsplit(" of ", 1)[-1] for e in events if isinstance(e, ActionTaken) and e.action.startswith("query logs")}
+        read = {
+            e.action.rsplit(" of ", 1)[-1]
+            for e in events
+            if isinstance(e, ActionTaken) and e.action.startswith("query logs")
+        }
         finished = events[-1]
         assert isinstance(finished, Finished)
         top = [h["service"] for h in finished.trace["hypothesis_set"]["hypotheses"][:3]]

@@ -43,9 +43,11 @@ class StandIn:
     async def __aenter__(self) -> str:
         app = web.Application()
         for path, handler in self.routes.items():
+
             async def record(request: web.Request, handler=handler) -> web.Response:  # type: ignore[no-untyped-def]
                 self.queries.append(dict(request.query))
                 return await handler(request)
+
             app.router.add_get(path, record)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
@@ -59,23 +61,37 @@ class StandIn:
 def loki_streams(request: web.Request) -> dict[str, Any]:
     """Loki's query_range answer for the streams whose service label the selector matches."""
     streams = [
-        {"stream": {"service": "orders", "pod": "orders-7d9f"}, "values": [
-            [str(int((T0 + 60) * NS)), "2024-01-05T10:01:00Z ERROR payment call failed status=503"],
-            [str(int((T0 + 60) * NS) + 1), "java.net.SocketTimeoutException: Read timed out"],
-            [str(int((T0 + 60) * NS) + 2), "\tat okhttp3.Call.execute(Call.java:10)"],
-            [str(int((T0 + 61) * NS)), "no stamp of its own, loki dates it"],
-        ]},
-        {"stream": {"service": "payments"}, "values": [
-            [str(int((T0 + 70) * NS)), '{"level":"warn","msg":"pool exhausted","trace_id":"0af7651916cd43dd8448eb211c80319c"}'],
-        ]},
-    ]  # fmt: skip
+        {
+            "stream": {"service": "orders", "pod": "orders-7d9f"},
+            "values": [
+                [str(int((T0 + 60) * NS)), "2024-01-05T10:01:00Z ERROR payment call failed status=503"],
+                [str(int((T0 + 60) * NS) + 1), "java.net.SocketTimeoutException: Read timed out"],
+                [str(int((T0 + 60) * NS) + 2), "\tat okhttp3.Call.execute(Call.java:10)"],
+                [str(int((T0 + 61) * NS)), "no stamp of its own, loki dates it"],
+            ],
+        },
+        {
+            "stream": {"service": "payments"},
+            "values": [
+                [
+                    str(int((T0 + 70) * NS)),
+                    '{"level":"warn","msg":"pool exhausted","trace_id":"0af7651916cd43dd8448eb211c80319c"}',
+                ],
+            ],
+        },
+    ]
     m = re.fullmatch(r'\{service(=~?)"((?:[^"\\]|\\.)*)"\}', request.query["query"])
     assert m, request.query["query"]  # the selector is one well-formed matcher, whatever the names
     value = m.group(2).encode().decode("unicode_escape")
-    keep = [st for st in streams if (re.fullmatch(value, st["stream"]["service"]) if m.group(1) == "=~"
-                                     else st["stream"]["service"] == value)]  # fmt: skip
-    return {"status": "success", "data": {"resultType": "streams", "result": keep,
-                                          "stats": {"summary": {"totalEntriesReturned": 5}}}}  # fmt: skip
+    keep = [
+        st
+        for st in streams
+        if (re.fullmatch(value, st["stream"]["service"]) if m.group(1) == "=~" else st["stream"]["service"] == value)
+    ]
+    return {
+        "status": "success",
+        "data": {"resultType": "streams", "result": keep, "stats": {"summary": {"totalEntriesReturned": 5}}},
+    }
 
 
 def test_loki_query_range_normalised_and_escaped() -> None:
@@ -124,8 +140,10 @@ def _stored_lines() -> dict[str, list[tuple[float, str]]]:
 def loki_counts(request: web.Request, lines: dict[str, list[tuple[float, str]]]) -> dict[str, Any]:
     """Loki's matrix answer to `sum by (service) (count_over_time({service=~".+"} [|~ "re"] [1m]))`,
     evaluated over the stored lines: at each step t, the lines in (t - 60 s, t]."""
-    m = re.fullmatch(r'sum by \(service\) \(count_over_time\(\{service=~"\.\+"\}(?: \|~ "((?:[^"\\]|\\.)*)")?\[1m\]\)\)',
-                     request.query["query"])
+    m = re.fullmatch(
+        r'sum by \(service\) \(count_over_time\(\{service=~"\.\+"\}(?: \|~ "((?:[^"\\]|\\.)*)")?\[1m\]\)\)',
+        request.query["query"],
+    )
     assert m, request.query["query"]
     keep = re.compile(m.group(1).encode().decode("unicode_escape")) if m.group(1) else None
     start, end, step = int(request.query["start"]) / NS, int(request.query["end"]) / NS, float(request.query["step"])
@@ -147,9 +165,13 @@ def stored_streams(request: web.Request, lines: dict[str, list[tuple[float, str]
     """Loki's streams answer to a query_range over the stored lines: every service's lines in
     the asked range."""
     start, end = int(request.query["start"]) / NS, int(request.query["end"]) / NS
-    result = [{"stream": {"service": service}, "values": [[str(int(at * NS)), text] for at, text in stored
-                                                          if start <= at <= end]}
-              for service, stored in lines.items()]  # fmt: skip
+    result = [
+        {
+            "stream": {"service": service},
+            "values": [[str(int(at * NS)), text] for at, text in stored if start <= at <= end],
+        }
+        for service, stored in lines.items()
+    ]
     return {"status": "success", "data": {"resultType": "streams", "result": result}}
 
 
@@ -172,7 +194,7 @@ def test_loki_counts_lines_without_returning_them() -> None:
         assert counts.minutes == 10
         assert all(q["query"].startswith("sum by (service)") for q in stand_in.queries)
         with pytest.raises(InputError):
-            LokiLogs(url, label='service) or vector(1) (')
+            LokiLogs(url, label="service) or vector(1) (")
 
     asyncio.run(go())
 
@@ -187,8 +209,14 @@ def test_a_budgeted_logs_glance_on_loki_reads_no_line() -> None:
             loki = LokiLogs(url)
             window = Window(T0, T0 + 600)
             graph = StaticTopology(nx.DiGraph([("orders", "payments")]))
-            incident = Incident(CaseId("live/orders"), "live", "orders", window, Sources(logs=loki, topology=graph),
-                                {Modality.LOGS: Normal(Window(T0 - 3600, T0), Sources(logs=loki))})  # fmt: skip
+            incident = Incident(
+                CaseId("live/orders"),
+                "live",
+                "orders",
+                window,
+                Sources(logs=loki, topology=graph),
+                {Modality.LOGS: Normal(Window(T0 - 3600, T0), Sources(logs=loki))},
+            )
             box = Toolbox(incident, budget=1)
             result = await box.scan("logs")
         assert result.leads == ("payments",) and box.reads == 1
@@ -218,8 +246,14 @@ def test_a_read_of_a_service_loki_holds_no_line_of_costs_nothing() -> None:
             loki = LokiLogs(url)
             window = Window(T0, T0 + 600)
             graph = StaticTopology(nx.DiGraph([("orders", "payments"), ("orders", "quiet")]))
-            incident = Incident(CaseId("live/orders"), "live", "orders", window, Sources(logs=loki, topology=graph),
-                                {Modality.LOGS: Normal(Window(T0 - 3600, T0), Sources(logs=loki))})  # fmt: skip
+            incident = Incident(
+                CaseId("live/orders"),
+                "live",
+                "orders",
+                window,
+                Sources(logs=loki, topology=graph),
+                {Modality.LOGS: Normal(Window(T0 - 3600, T0), Sources(logs=loki))},
+            )
             box = Toolbox(incident, budget=1)
             quiet = await box.logs("quiet")
             assert quiet.status == "no_data" and box.reads == 0
@@ -244,9 +278,14 @@ def test_a_loki_that_cannot_count_still_gets_its_glance_from_lines() -> None:
         async with StandIn({"/loki/api/v1/query_range": query_range}) as url:
             loki = LokiLogs(url)
             graph = StaticTopology(nx.DiGraph([("orders", "payments")]))
-            incident = Incident(CaseId("live/orders"), "live", "orders", Window(T0, T0 + 600),
-                                Sources(logs=loki, topology=graph),
-                                {Modality.LOGS: Normal(Window(T0 - 3600, T0), Sources(logs=loki))})  # fmt: skip
+            incident = Incident(
+                CaseId("live/orders"),
+                "live",
+                "orders",
+                Window(T0, T0 + 600),
+                Sources(logs=loki, topology=graph),
+                {Modality.LOGS: Normal(Window(T0 - 3600, T0), Sources(logs=loki))},
+            )
             box = Toolbox(incident, budget=1)
             result = await box.scan("logs")
         assert result.leads == ("payments",) and box.reads == 1
@@ -262,8 +301,12 @@ def test_loki_pages_until_a_short_page() -> None:
         n = next(pages)
         start = int(request.query["start"])
         values = [[str(start + i), f"2024-01-05T10:00:{i % 60:02d}Z INFO line {i}"] for i in range(n)]
-        return web.json_response({"status": "success", "data": {"resultType": "streams",
-                                  "result": [{"stream": {"service": "a"}, "values": values}]}})  # fmt: skip
+        return web.json_response(
+            {
+                "status": "success",
+                "data": {"resultType": "streams", "result": [{"stream": {"service": "a"}, "values": values}]},
+            }
+        )
 
     async def go() -> None:
         stand_in = StandIn({"/loki/api/v1/query_range": query_range})
@@ -276,7 +319,9 @@ def test_loki_pages_until_a_short_page() -> None:
 
 
 def test_log_directory_reads_text_json_and_gzip(tmp_path: Path) -> None:
-    (tmp_path / "orders.log").write_text("2024-01-05T10:01:00Z ERROR boom\n\tat x.y(Z.java:1)\n2024-01-05T10:02:00Z INFO ok\n")
+    (tmp_path / "orders.log").write_text(
+        "2024-01-05T10:01:00Z ERROR boom\n\tat x.y(Z.java:1)\n2024-01-05T10:02:00Z INFO ok\n"
+    )
     with gzip.open(tmp_path / "payments.jsonl.gz", "wt") as fh:
         fh.write(json.dumps({"time": "2024-01-05T10:03:00+01:00", "level": "SEVERE", "msg": "x"}) + "\n")
     (tmp_path / "users").mkdir()
@@ -287,7 +332,11 @@ def test_log_directory_reads_text_json_and_gzip(tmp_path: Path) -> None:
         assert await logs.entities() == ("orders", "payments", "users")
         records = await logs.records(LogQuery(Window(T0 - 7200, T0 + 600)))
         assert [(r.entity, r.severity) for r in records] == [
-            ("payments", Severity.ERROR), ("orders", Severity.ERROR), ("orders", Severity.INFO), ("users", Severity.WARNING)]
+            ("payments", Severity.ERROR),
+            ("orders", Severity.ERROR),
+            ("orders", Severity.INFO),
+            ("users", Severity.WARNING),
+        ]
         assert "x.y(Z.java:1)" in records[1].message
         assert await logs.records(LogQuery(Window(T0, T0 + 600), ("users",))) == [records[3]]
         # a live service's file grows, another appears: the next read sees both
@@ -303,14 +352,32 @@ def test_log_directory_reads_text_json_and_gzip(tmp_path: Path) -> None:
 
 def jaeger_trace() -> dict[str, Any]:
     us = int(T0 * 1e6)
-    return {"traceID": "t1", "processes": {"p1": {"serviceName": "frontend"}, "p2": {"serviceName": "orders"}},
-            "spans": [
-                {"traceID": "t1", "spanID": "s1", "operationName": "GET /", "references": [], "startTime": us + 10,
-                 "duration": 300000, "processID": "p1", "tags": []},
-                {"traceID": "t1", "spanID": "s2", "operationName": "place", "startTime": us + 20, "duration": 250000,
-                 "references": [{"refType": "CHILD_OF", "traceID": "t1", "spanID": "s1"}], "processID": "p2",
-                 "tags": [{"key": "error", "type": "bool", "value": True}]},
-            ]}  # fmt: skip
+    return {
+        "traceID": "t1",
+        "processes": {"p1": {"serviceName": "frontend"}, "p2": {"serviceName": "orders"}},
+        "spans": [
+            {
+                "traceID": "t1",
+                "spanID": "s1",
+                "operationName": "GET /",
+                "references": [],
+                "startTime": us + 10,
+                "duration": 300000,
+                "processID": "p1",
+                "tags": [],
+            },
+            {
+                "traceID": "t1",
+                "spanID": "s2",
+                "operationName": "place",
+                "startTime": us + 20,
+                "duration": 250000,
+                "references": [{"refType": "CHILD_OF", "traceID": "t1", "spanID": "s1"}],
+                "processID": "p2",
+                "tags": [{"key": "error", "type": "bool", "value": True}],
+            },
+        ],
+    }
 
 
 def test_jaeger_spans_and_call_graph() -> None:
@@ -326,7 +393,10 @@ def test_jaeger_spans_and_call_graph() -> None:
             jaeger = JaegerTraces(url)
             assert await jaeger.services() == ("frontend", "orders")
             spans = await jaeger.spans(SpanQuery(Window(T0, T0 + 60)))
-            assert [(s.entity, s.parent_id, s.status.value) for s in spans] == [("frontend", "", "ok"), ("orders", "s1", "error")]
+            assert [(s.entity, s.parent_id, s.status.value) for s in spans] == [
+                ("frontend", "", "ok"),
+                ("orders", "s1", "error"),
+            ]
             assert {q["service"] for q in stand_in.queries if "service" in q} == {"frontend", "orders"}
             assert stand_in.queries[-1]["start"] == str(int(T0 * 1e6))
 
@@ -335,13 +405,30 @@ def test_jaeger_spans_and_call_graph() -> None:
 
 def test_otlp_files_and_topology_file(tmp_path: Path) -> None:
     def span(sid: str, parent: str, service: str) -> dict[str, Any]:
-        return {"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
-                "scopeSpans": [{"spans": [{"traceId": "ab", "spanId": sid, "parentSpanId": parent, "name": "op",
-                                           "startTimeUnixNano": str(int(T0 * NS)), "endTimeUnixNano": str(int((T0 + 1) * NS)),
-                                           "status": {"code": 2 if service == "db" else 0}}]}]}  # fmt: skip
+        return {
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+            "scopeSpans": [
+                {
+                    "spans": [
+                        {
+                            "traceId": "ab",
+                            "spanId": sid,
+                            "parentSpanId": parent,
+                            "name": "op",
+                            "startTimeUnixNano": str(int(T0 * NS)),
+                            "endTimeUnixNano": str(int((T0 + 1) * NS)),
+                            "status": {"code": 2 if service == "db" else 0},
+                        }
+                    ]
+                }
+            ],
+        }
 
-    (tmp_path / "traces.jsonl").write_text("\n".join(json.dumps({"resourceSpans": [span(s, p, svc)]})
-                                                     for s, p, svc in (("1", "", "api"), ("2", "1", "db"))))  # fmt: skip
+    (tmp_path / "traces.jsonl").write_text(
+        "\n".join(
+            json.dumps({"resourceSpans": [span(s, p, svc)]}) for s, p, svc in (("1", "", "api"), ("2", "1", "db"))
+        )
+    )
     (tmp_path / "topology.yaml").write_text("calls:\n  frontend: [api]\n  api: [db, cache]\n")
 
     async def go() -> None:

@@ -115,14 +115,10 @@ def test_sources_cut_to_the_window(nezha_slice: Path) -> None:
     (case,) = load_nezha(nezha_slice)
     inc = case.incident
     logs = asyncio.run(inc.sources.logs.records(LogQuery(inc.window, ("ts-contacts-service",))))  # type: ignore[union-attr]
-    assert logs and all(
-        r.entity == "ts-contacts-service" and inc.window.contains(r.time) for r in logs
-    )
+    assert logs and all(r.entity == "ts-contacts-service" and inc.window.contains(r.time) for r in logs)
     spans = asyncio.run(inc.sources.traces.spans(SpanQuery(inc.window)))  # type: ignore[union-attr]
     assert spans and all(inc.window.contains(s.start) for s in spans)
-    series = asyncio.run(
-        inc.sources.metrics.series(MetricQuery(inc.window, ("ts-contacts-service",)))
-    )  # type: ignore[union-attr]
+    series = asyncio.run(inc.sources.metrics.series(MetricQuery(inc.window, ("ts-contacts-service",))))  # type: ignore[union-attr]
     assert series and all(inc.window.contains(float(t)) for s in series for t in s.timestamps)
 
 
@@ -142,8 +138,11 @@ def test_a_metric_file_that_holds_no_series_is_skipped_and_said(nezha_slice: Pat
     (root / "rca_data" / DAY / "metric" / "dependency.csv").write_text("Source,Target,Weight\nfrontend,cartservice,1\n")
     (case,) = load_nezha(root)
     assert any("dependency.csv skipped" in n and "PodName" in n for n in case.incident.notes)
-    series = asyncio.run(case.incident.sources.metrics.series(  # type: ignore[union-attr]
-        MetricQuery(case.incident.window, ("ts-contacts-service",))))  # fmt: skip
+    series = asyncio.run(
+        case.incident.sources.metrics.series(  # type: ignore[union-attr]
+            MetricQuery(case.incident.window, ("ts-contacts-service",))
+        )
+    )
     assert series
 
 
@@ -154,8 +153,11 @@ def test_call_edge_latency_files_are_read_as_each_sides_latency_of_that_edge(nez
     start = case.incident.window.start
     rows = [f"2022-08-23 12:00:{i:02d} +0000 UTC,{start + 60 * i:.0f},{0.003 + i / 1000}" for i in range(5)]
     metric = root / "rca_data" / DAY / "metric"
-    (metric / "source_50.csv").write_text("time,timestamp,frontend_ts-contacts-service,front_end_cart,ts-a_ts-b\n"
-                                          + "\n".join(f"{r},0.5,{i}" for i, r in enumerate(rows)) + "\n")  # fmt: skip
+    (metric / "source_50.csv").write_text(
+        "time,timestamp,frontend_ts-contacts-service,front_end_cart,ts-a_ts-b\n"
+        + "\n".join(f"{r},0.5,{i}" for i, r in enumerate(rows))
+        + "\n"
+    )
     (metric / "destination_50.csv").write_text("time,timestamp,frontend_ts-contacts-service\n" + "\n".join(rows) + "\n")
     (case,) = load_nezha(root)
     series = asyncio.run(case.incident.sources.metrics.series(MetricQuery(case.incident.window)))  # type: ignore[union-attr]
@@ -171,7 +173,9 @@ def test_call_edge_latency_files_are_read_as_each_sides_latency_of_that_edge(nez
     assert any("source_50.csv" in n and "front_end_cart" in n for n in case.incident.notes)
 
 
-def test_with_no_spans_kept_for_the_window_the_calls_come_from_the_nearest_minute(nezha_slice: Path, tmp_path: Path) -> None:
+def test_with_no_spans_kept_for_the_window_the_calls_come_from_the_nearest_minute(
+    nezha_slice: Path, tmp_path: Path
+) -> None:
     root = _copy(nezha_slice, tmp_path)
     (case,) = load_nezha(root)
     full = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
@@ -207,11 +211,13 @@ def test_malformed_file_error_names_the_file(nezha_slice: Path, tmp_path: Path) 
 
 @pytest.mark.parametrize(
     ("pod", "service"),
-    [("ts-basic-service-5dc8d4f9fd-46997", "ts-basic-service"),
-     ("frontend-7f8d7d756d-k7b9j", "frontend"),
-     ("redis-cart-0", "redis-cart"),
-     ("checkoutservice", "checkoutservice")],
-)  # fmt: skip
+    [
+        ("ts-basic-service-5dc8d4f9fd-46997", "ts-basic-service"),
+        ("frontend-7f8d7d756d-k7b9j", "frontend"),
+        ("redis-cart-0", "redis-cart"),
+        ("checkoutservice", "checkoutservice"),
+    ],
+)
 def test_service_of_pod(pod: str, service: str) -> None:
     assert service_of_pod(pod) == service
 

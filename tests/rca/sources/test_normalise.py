@@ -9,30 +9,49 @@ from rca.timestamps import parse_timestamp
 T = datetime(2024, 1, 5, 10, 11, 12, tzinfo=UTC).timestamp()
 
 
-@pytest.mark.parametrize(("stamp", "expected"), [
-    ("2024-01-05T10:11:12Z", T),
-    ("2024-01-05T12:11:12+02:00", T),
-    ("2024-01-05T05:11:12.000-05:00", T),
-    ("2024-01-05 10:11:12,000", T),  # Java (logback, log4j)
-    ("2024-01-05 10:11:12.000000000 +0000 UTC m=+13260.230634824", T),  # Go's time.String()
-    ("2024/01/05 10:11:12", T),  # Go's log package
-    ("05/Jan/2024:11:11:12 +0100", T),  # Apache / nginx
-    ("Jan  5 10:11:12", T),  # syslog, no year
-    ("Fri Jan  5 10:11:12 2024", T),  # asctime
-    ("1704449472", T), ("1704449472000", T), ("1704449472000000", T), ("1704449472000000000", T),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("stamp", "expected"),
+    [
+        ("2024-01-05T10:11:12Z", T),
+        ("2024-01-05T12:11:12+02:00", T),
+        ("2024-01-05T05:11:12.000-05:00", T),
+        ("2024-01-05 10:11:12,000", T),  # Java (logback, log4j)
+        ("2024-01-05 10:11:12.000000000 +0000 UTC m=+13260.230634824", T),  # Go's time.String()
+        ("2024/01/05 10:11:12", T),  # Go's log package
+        ("05/Jan/2024:11:11:12 +0100", T),  # Apache / nginx
+        ("Jan  5 10:11:12", T),  # syslog, no year
+        ("Fri Jan  5 10:11:12 2024", T),  # asctime
+        ("1704449472", T),
+        ("1704449472000", T),
+        ("1704449472000000", T),
+        ("1704449472000000000", T),
+    ],
+)
 def test_every_timestamp_form(stamp: str, expected: float) -> None:
     assert parse_timestamp(stamp, year=2024) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize(("value", "key", "expected"), [
-    ("SEVERE", "level", Severity.ERROR), ("WARNING", "level", Severity.WARNING), ("CRITICAL", "", Severity.CRITICAL),
-    ("ERROR", "", Severity.ERROR), ("warn", "", Severity.WARNING), ("notice", "", Severity.INFO),
-    (3, "priority", Severity.ERROR), (4, "level", Severity.WARNING), (6, "level", Severity.INFO),  # syslog
-    (17, "severity_number", Severity.ERROR), (9, "severityNumber", Severity.INFO), (21, "severity_number", Severity.CRITICAL),
-    (50, "level", Severity.ERROR), (30, "level", Severity.INFO), (60, "level", Severity.CRITICAL),  # pino / bunyan
-    ("nonsense", "", Severity.UNKNOWN),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "key", "expected"),
+    [
+        ("SEVERE", "level", Severity.ERROR),
+        ("WARNING", "level", Severity.WARNING),
+        ("CRITICAL", "", Severity.CRITICAL),
+        ("ERROR", "", Severity.ERROR),
+        ("warn", "", Severity.WARNING),
+        ("notice", "", Severity.INFO),
+        (3, "priority", Severity.ERROR),
+        (4, "level", Severity.WARNING),
+        (6, "level", Severity.INFO),  # syslog
+        (17, "severity_number", Severity.ERROR),
+        (9, "severityNumber", Severity.INFO),
+        (21, "severity_number", Severity.CRITICAL),
+        (50, "level", Severity.ERROR),
+        (30, "level", Severity.INFO),
+        (60, "level", Severity.CRITICAL),  # pino / bunyan
+        ("nonsense", "", Severity.UNKNOWN),
+    ],
+)
 def test_every_severity_vocabulary(value: object, key: str, expected: Severity) -> None:
     assert severity_of(value, key=key) is expected
 

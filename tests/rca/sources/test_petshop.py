@@ -44,9 +44,7 @@ def test_graph_rows_call_columns(petshop_slice: Path) -> None:
     assert not graph.has_edge("PetSearch_AWS::ECS::Fargate", "PetSite")
 
 
-def test_without_noissue_the_series_before_the_symptom_serves(
-    petshop_slice: Path, tmp_path: Path
-) -> None:
+def test_without_noissue_the_series_before_the_symptom_serves(petshop_slice: Path, tmp_path: Path) -> None:
     root = tmp_path / "shop"
     shutil.copytree(petshop_slice, root)
     shutil.rmtree(root / "low_traffic" / "noissue")

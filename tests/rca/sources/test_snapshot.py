@@ -45,8 +45,14 @@ def test_snapshot_refusals(tmp_path: Path, nezha_slice: Path) -> None:
     with pytest.raises(InputError, match="not empty"):
         asyncio.run(write_snapshot(incident_of(nezha_slice), tmp_path / "full", origin={}, created=AT))
     with pytest.raises(InputError, match="one UTC day"):
-        asyncio.run(write_snapshot(incident_of(nezha_slice, "2023-01-29T00:10:00Z/2023-01-29T00:20:00Z"),
-                                   tmp_path / "midnight", origin={}, created=AT))  # fmt: skip
+        asyncio.run(
+            write_snapshot(
+                incident_of(nezha_slice, "2023-01-29T00:10:00Z/2023-01-29T00:20:00Z"),
+                tmp_path / "midnight",
+                origin={},
+                created=AT,
+            )
+        )
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / MANIFEST).write_text("{not json")
     with pytest.raises(MalformedFile, match="snapshot manifest"):
@@ -62,8 +68,9 @@ def test_a_recording_across_midnight_keeps_each_days_logs_and_spans(tmp_path: Pa
     times = [midnight - 90, midnight - 30, midnight + 30, midnight + 90]
     logs = InMemoryLogs(LogRecord(t, "cart", Severity.INFO, f"line {i}") for i, t in enumerate(times))
     spans = InMemoryTraces(Span(f"t{i}", f"s{i}", "", "cart", "GET /", t, t + 0.1) for i, t in enumerate(times))
-    days = asyncio.run(write_days(Sources(logs=logs, traces=spans), Window(midnight - 120, midnight + 120),
-                                  tmp_path, symptom="cart"))  # fmt: skip
+    days = asyncio.run(
+        write_days(Sources(logs=logs, traces=spans), Window(midnight - 120, midnight + 120), tmp_path, symptom="cart")
+    )
     assert [d.name for d in days] == ["2026-12-03", "2026-12-04"]
     for day, minutes in zip(days, (["23_58", "23_59"], ["00_00", "00_01"]), strict=True):
         assert sorted(p.name[:5] for p in (day / "log").iterdir()) == minutes

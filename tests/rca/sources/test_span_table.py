@@ -22,9 +22,19 @@ def span_sets(draw: st.DrawFn) -> list[Span]:
         for i in range(draw(st.integers(1, 6))):
             parent = draw(st.sampled_from(["", *ids, "gone"])) if ids else ""
             start = draw(st.floats(0, 600, allow_nan=False))
-            spans.append(Span(f"t{t}", f"s{i}", parent, draw(st.sampled_from(SERVICES)), f"op{i % 2}", start,
-                              start + draw(st.floats(0, 5, allow_nan=False)),
-                              draw(st.sampled_from(list(SpanStatus))), f"pod-{i}"))  # fmt: skip
+            spans.append(
+                Span(
+                    f"t{t}",
+                    f"s{i}",
+                    parent,
+                    draw(st.sampled_from(SERVICES)),
+                    f"op{i % 2}",
+                    start,
+                    start + draw(st.floats(0, 5, allow_nan=False)),
+                    draw(st.sampled_from(list(SpanStatus))),
+                    f"pod-{i}",
+                )
+            )
             ids.append(f"s{i}")
     return spans
 
@@ -51,13 +61,15 @@ def test_a_table_holds_the_same_spans(spans: list[Span]) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(span_sets(), st.floats(0, 600), st.floats(1, 300), st.sets(st.sampled_from(SERVICES), max_size=2))
-def test_window_and_service_cuts_match_a_plain_filter(spans: list[Span], lo: float, width: float,
-                                                      wanted: set[str]) -> None:  # fmt: skip
+def test_window_and_service_cuts_match_a_plain_filter(
+    spans: list[Span], lo: float, width: float, wanted: set[str]
+) -> None:
     window = Window(lo, lo + width)
     found = asyncio.run(InMemoryTraces(spans).spans(SpanQuery(window, tuple(sorted(wanted)))))
     expected = [s for s in spans if window.start <= s.start < window.end and (not wanted or s.entity in wanted)]
     assert sorted(found, key=lambda s: (s.start, s.trace_id, s.span_id)) == sorted(
-        expected, key=lambda s: (s.start, s.trace_id, s.span_id))
+        expected, key=lambda s: (s.start, s.trace_id, s.span_id)
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -70,7 +82,10 @@ def test_the_call_graph_counts_calls_between_services(spans: list[Span]) -> None
 
 def test_a_span_id_met_twice_names_one_parent() -> None:
     """Where a client and a server span share an id (one trace model does), a child counts one call."""
-    spans = [Span("t", "a", "", "api", "op", 0, 1), Span("t", "a", "", "proxy", "op", 0, 1),
-             Span("t", "b", "a", "db", "op", 0, 1)]  # fmt: skip
+    spans = [
+        Span("t", "a", "", "api", "op", 0, 1),
+        Span("t", "a", "", "proxy", "op", 0, 1),
+        Span("t", "b", "a", "db", "op", 0, 1),
+    ]
     graph = topology_from_spans(spans)
     assert {(a, b): d["calls"] for a, b, d in graph.edges(data=True)} == {("proxy", "db"): 1}

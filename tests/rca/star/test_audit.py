@@ -61,10 +61,27 @@ def test_a_clean_trace_is_accepted_with_no_violation(real: tuple[Trace, AuditCon
 
 @pytest.mark.parametrize(
     "name",
-    ["onset_covered", "modality_fit", "scope_neighbours", "grounded", "not_collapsed", "covers_evidence", "layer_consistent",
-     "reachable", "cause_before_effect", "links_supported", "calibrated", "agrees_with_analysis",
-     "tests_discriminative", "sources_read", "leads_examined", "independent_lead", "began_first", "seen_at_source"],
-)  # fmt: skip
+    [
+        "onset_covered",
+        "modality_fit",
+        "scope_neighbours",
+        "grounded",
+        "not_collapsed",
+        "covers_evidence",
+        "layer_consistent",
+        "reachable",
+        "cause_before_effect",
+        "links_supported",
+        "calibrated",
+        "agrees_with_analysis",
+        "tests_discriminative",
+        "sources_read",
+        "leads_examined",
+        "independent_lead",
+        "began_first",
+        "seen_at_source",
+    ],
+)
 def test_each_criterion_sees_its_violation(real: tuple[Trace, AuditContext], name: str) -> None:
     trace, ctx = real
     good = _clean(trace, ctx)
@@ -94,22 +111,39 @@ def _leads_unseen(t: Trace, ctx: AuditContext) -> Trace:
     one it blames (that one it read)."""
     ep = t.evidence_package
     unseen = {lead for lead in ctx.leads if lead != t.hypotheses[0].service}
-    return replace(t, evidence_package=replace(ep, scope=tuple(e for e in ep.scope if e not in unseen),
-                                               evidence=tuple(e for e in ep.evidence if e.entity not in unseen)))
+    return replace(
+        t,
+        evidence_package=replace(
+            ep,
+            scope=tuple(e for e in ep.scope if e not in unseen),
+            evidence=tuple(e for e in ep.evidence if e.entity not in unseen),
+        ),
+    )
 
 
 def _backend_failed(t: Trace, ctx: AuditContext) -> Trace:
     ep = t.evidence_package
     kept = tuple(e for e in ep.evidence if e.modality.value != "traces")
-    return replace(t, evidence_package=replace(ep, evidence=kept, modalities={**ep.modalities, "traces": False},
-                                               missing=ep.missing + ("traces: unavailable (jaeger: timed out)",)))
+    return replace(
+        t,
+        evidence_package=replace(
+            ep,
+            evidence=kept,
+            modalities={**ep.modalities, "traces": False},
+            missing=ep.missing + ("traces: unavailable (jaeger: timed out)",),
+        ),
+    )
 
 
 def _victims_only(t: Trace, ctx: AuditContext) -> Trace:
     ep = t.evidence_package
     suspects = {h.service for h in t.hypotheses[:3]}
-    return replace(t, evidence_package=replace(ep, scope=tuple(sorted(suspects)),
-                   evidence=tuple(e for e in ep.evidence if e.entity in suspects)))  # fmt: skip
+    return replace(
+        t,
+        evidence_package=replace(
+            ep, scope=tuple(sorted(suspects)), evidence=tuple(e for e in ep.evidence if e.entity in suspects)
+        ),
+    )
 
 
 def _ungrounded(t: Trace, ctx: AuditContext) -> Trace:
@@ -141,8 +175,10 @@ def _unreachable(t: Trace, ctx: AuditContext) -> Trace:
 
 
 def _reversed(t: Trace, ctx: AuditContext) -> Trace:
-    chains = tuple(replace(c, links=tuple(replace(ln, onset_source=2000.0, onset_target=1000.0) for ln in c.links))
-                   for c in t.chains)  # fmt: skip
+    chains = tuple(
+        replace(c, links=tuple(replace(ln, onset_source=2000.0, onset_target=1000.0) for ln in c.links))
+        for c in t.chains
+    )
     return replace(t, chains=chains)
 
 
@@ -202,34 +238,61 @@ def _seen_secondhand(t: Trace, ctx: AuditContext) -> Trace:
 
 
 VIOLATIONS = {
-    "onset_covered": _onset_at_start, "modality_fit": _drop_modality, "scope_neighbours": _victims_only,
-    "grounded": _ungrounded, "not_collapsed": _collapsed, "covers_evidence": _leader_dropped, "layer_consistent": _host_only,
-    "reachable": _unreachable, "cause_before_effect": _reversed, "links_supported": _unsupported,
-    "calibrated": _overconfident, "agrees_with_analysis": _contradicting, "tests_discriminative": _useless_tests,
-    "sources_read": _backend_failed, "leads_examined": _leads_unseen,
-    "independent_lead": _outshone, "began_first": _rival_first, "seen_at_source": _seen_secondhand,
-}  # fmt: skip
+    "onset_covered": _onset_at_start,
+    "modality_fit": _drop_modality,
+    "scope_neighbours": _victims_only,
+    "grounded": _ungrounded,
+    "not_collapsed": _collapsed,
+    "covers_evidence": _leader_dropped,
+    "layer_consistent": _host_only,
+    "reachable": _unreachable,
+    "cause_before_effect": _reversed,
+    "links_supported": _unsupported,
+    "calibrated": _overconfident,
+    "agrees_with_analysis": _contradicting,
+    "tests_discriminative": _useless_tests,
+    "sources_read": _backend_failed,
+    "leads_examined": _leads_unseen,
+    "independent_lead": _outshone,
+    "began_first": _rival_first,
+    "seen_at_source": _seen_secondhand,
+}
 
 
-@pytest.mark.parametrize(("score", "expected"), [(0.8, Route.ACCEPT), (0.95, Route.ACCEPT), (0.7999, Route.FAST),
-                                                 (0.7, Route.FAST), (0.6999, Route.SLOW), (0.0, Route.SLOW)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("score", "expected"),
+    [
+        (0.8, Route.ACCEPT),
+        (0.95, Route.ACCEPT),
+        (0.7999, Route.FAST),
+        (0.7, Route.FAST),
+        (0.6999, Route.SLOW),
+        (0.0, Route.SLOW),
+    ],
+)
 def test_routing_bounds(score: float, expected: Route) -> None:
     assert route(score, StarConfig(tau=0.8, epsilon=0.1)) is expected
 
 
 def test_audit_command(tmp_path: Path, nezha_slice: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["investigate", "Frontend", "10m", "--data", str(nezha_slice), "--at", "2023-01-29T13:36:00Z", "--json"]) == 0
+    assert (
+        main(["investigate", "Frontend", "10m", "--data", str(nezha_slice), "--at", "2023-01-29T13:36:00Z", "--json"])
+        == 0
+    )
     path = tmp_path / "trace.json"
     path.write_text(capsys.readouterr().out)
     assert main(["audit", str(path), "--data", str(nezha_slice)]) == 0
     verdict = json.loads(capsys.readouterr().out)
     assert 0 <= verdict["score"] <= 1 and verdict["route"] in ("accept", "fast_path", "slow_path")
-    assert [s["stage"] for s in verdict["stages"]] == ["evidence_package", "hypothesis_set", "analysis_structure", "decision_report"]
+    assert [s["stage"] for s in verdict["stages"]] == [
+        "evidence_package",
+        "hypothesis_set",
+        "analysis_structure",
+        "decision_report",
+    ]
     path.write_text("{}")
     assert main(["audit", str(path)]) == 2
     assert "not a valid trace" in capsys.readouterr().err
-
-
 
 
 def test_a_leader_with_no_onset_in_the_window_is_a_shortfall(real: tuple[Trace, AuditContext]) -> None:
@@ -265,7 +328,8 @@ def test_support_falls_with_each_lead_of_the_telemetry_never_examined(real: tupl
 
 
 def test_a_package_that_never_examined_the_telemetry_s_leads_is_repaired_whatever_its_score(
-        real: tuple[Trace, AuditContext]) -> None:  # fmt: skip
+    real: tuple[Trace, AuditContext],
+) -> None:
     trace, ctx = real
     good = _clean(trace, ctx)
     lenient = StarConfig(tau=0.0, epsilon=0.0)  # any score is accepted
@@ -286,12 +350,24 @@ def test_support_does_not_depend_on_names_or_the_clock(real: tuple[Trace, AuditC
     graph = nx.relabel_nodes(ctx.graph, {n: f"svc-{i:03d}-renamed" for i, n in enumerate(names)})
     days = 9 * 86400.0
     ep = renamed.evidence_package
-    moved_ev = tuple(replace(e, onset=None if e.onset is None else e.onset + days,
-                             until=None if e.until is None else e.until + days,
-                             profile=tuple((t + days, z) for t, z in e.profile)) for e in ep.evidence)  # fmt: skip
-    moved = replace(renamed, evidence_package=replace(ep, evidence=moved_ev,
-                    window=Window(ep.window.start + days, ep.window.end + days),
-                    alert_time=None if ep.alert_time is None else ep.alert_time + days))  # fmt: skip
+    moved_ev = tuple(
+        replace(
+            e,
+            onset=None if e.onset is None else e.onset + days,
+            until=None if e.until is None else e.until + days,
+            profile=tuple((t + days, z) for t, z in e.profile),
+        )
+        for e in ep.evidence
+    )
+    moved = replace(
+        renamed,
+        evidence_package=replace(
+            ep,
+            evidence=moved_ev,
+            window=Window(ep.window.start + days, ep.window.end + days),
+            alert_time=None if ep.alert_time is None else ep.alert_time + days,
+        ),
+    )
     before = audit(good, ctx)
     rename = {n: f"svc-{i:03d}-renamed" for i, n in enumerate(names)}
     after = audit(moved, replace(ctx, graph=graph, leads=tuple(rename.get(n, n) for n in ctx.leads)))
@@ -306,9 +382,14 @@ def _all_over(t: Trace) -> Trace:
     ep = t.evidence_package
     top, rival = t.hypotheses[0].service, t.hypotheses[1].service
     over, going = ep.window.end - 1800, ep.window.end - 300
-    ev = tuple(replace(e, onset=over - 300, until=over) if e.entity == top
-               else replace(e, onset=going, until=None, under_way=False) if e.entity == rival else e
-               for e in ep.evidence)  # fmt: skip
+    ev = tuple(
+        replace(e, onset=over - 300, until=over)
+        if e.entity == top
+        else replace(e, onset=going, until=None, under_way=False)
+        if e.entity == rival
+        else e
+        for e in ep.evidence
+    )
     return replace(t, evidence_package=replace(ep, evidence=ev))
 
 

@@ -86,8 +86,9 @@ def test_a_window_opened_after_the_onset_is_widened_back(setup: tuple[Trace, Rep
 
 def test_slow_path_finds_the_decisive_stage_by_replay(setup: tuple[Trace, RepairContext]) -> None:
     trace, ctx = setup
-    broken = replace(trace, chains=tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links))
-                                         for c in trace.chains))  # fmt: skip
+    broken = replace(
+        trace, chains=tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links)) for c in trace.chains)
+    )
     result = _run(broken, ctx, RepairConfig(tau=0.99, epsilon=0.01, rounds=1))
     assert result.steps and result.steps[0].route == "slow_path"
     assert result.decisive_stage in ("evidence_package", "analysis_structure")
@@ -134,8 +135,9 @@ def test_memory_round_trip(tmp_path: Path) -> None:
 
 def test_memory_reduces_replays_on_a_recurring_pattern(setup: tuple[Trace, RepairContext]) -> None:
     trace, ctx = setup
-    broken = replace(trace, chains=tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links))
-                                         for c in trace.chains))  # fmt: skip
+    broken = replace(
+        trace, chains=tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links)) for c in trace.chains)
+    )
     cfg = RepairConfig(tau=0.99, epsilon=0.01, rounds=1)
     memory = InMemoryRepairMemory()
     first = _run(broken, ctx, cfg, memory)
@@ -147,8 +149,9 @@ def test_memory_reduces_replays_on_a_recurring_pattern(setup: tuple[Trace, Repai
 
 def test_a_model_critic_orders_the_candidates(setup: tuple[Trace, RepairContext]) -> None:
     trace, ctx = setup
-    broken = replace(trace, chains=tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links))
-                                         for c in trace.chains))  # fmt: skip
+    broken = replace(
+        trace, chains=tuple(replace(c, links=tuple(replace(ln, evidence=()) for ln in c.links)) for c in trace.chains)
+    )
     asked: list[list[str]] = []
     applied: list[str] = []
 
@@ -201,7 +204,8 @@ def test_a_violated_requirement_is_patched_first(setup: tuple[Trace, RepairConte
 
 
 def test_a_leader_with_no_anomaly_of_this_incident_is_ranked_again_on_the_fast_path(
-        setup: tuple[Trace, RepairContext]) -> None:  # fmt: skip
+    setup: tuple[Trace, RepairContext],
+) -> None:
     """The requirement's stage is patched, whatever stage is most severe: the leader's service
     is read again, then the hypotheses are ranked again by the evidence."""
     from tests.rca.star.test_audit import _all_over, _contradicting, _overconfident, _useless_tests

@@ -12,8 +12,12 @@ from rca.trace import STAGES
 
 def _audit(severities: dict[str, float]) -> Audit:
     stages = tuple(
-        StageDiagnostic(s, 1 - severities.get(s, 0.0), severities.get(s, 0.0),
-                        (Criterion(s, "x", 0.1, 1.0, "bad"),) if severities.get(s, 0.0) else ())  # fmt: skip
+        StageDiagnostic(
+            s,
+            1 - severities.get(s, 0.0),
+            severities.get(s, 0.0),
+            (Criterion(s, "x", 0.1, 1.0, "bad"),) if severities.get(s, 0.0) else (),
+        )
         for s in STAGES
     )
     return Audit(0.5, Route.SLOW, stages, ())
@@ -38,7 +42,9 @@ def test_star_evaluation_runs_on_a_real_case() -> None:
     text = render(report)
     assert "Decisive-stage accuracy" in text and "AC@1" in text
     star = sum(r.predicted["star"] == r.stage for r in report.injected) / len(report.injected)
-    assert star >= 0.5  # a floor on this one case; the full figures are in docs/notes/21-star-audit-and-repair-of-the-trace.md
+    assert (
+        star >= 0.5
+    )  # a floor on this one case; the full figures are in docs/notes/21-star-audit-and-repair-of-the-trace.md
 
 
 @pytest.mark.parametrize("name", ["lats"])

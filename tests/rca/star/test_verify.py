@@ -32,8 +32,14 @@ def _incident() -> Incident:
     graph = nx.DiGraph([("front", "a"), ("front", "b")])
     src = Sources(metrics=InMemoryMetrics(series), topology=StaticTopology(graph))
     window = Window(T0 + 45 * 60, T0 + 60 * 60)
-    return Incident(CaseId("synthetic/verify"), "synthetic", "front", window, src,
-                    {Modality.METRICS: Normal(Window(T0, window.start), src)})  # fmt: skip
+    return Incident(
+        CaseId("synthetic/verify"),
+        "synthetic",
+        "front",
+        window,
+        src,
+        {Modality.METRICS: Normal(Window(T0, window.start), src)},
+    )
 
 
 def _trace(window: Window) -> Trace:
@@ -42,7 +48,9 @@ def _trace(window: Window) -> Trace:
     both = ((h1.id, "anomalous"), (h2.id, "normal"))
     tests = (
         VerificationTest("t-1", h1.id, "metrics", "b", "q", "cpu_usage", both, "b's CPU"),
-        VerificationTest("t-2", h2.id, "metrics", "a", "q", "cpu_usage", ((h1.id, "normal"), (h2.id, "anomalous")), "a's CPU"),
+        VerificationTest(
+            "t-2", h2.id, "metrics", "a", "q", "cpu_usage", ((h1.id, "normal"), (h2.id, "anomalous")), "a's CPU"
+        ),
     )
     ep = EvidencePackage(window, {"metrics": True, "logs": False, "traces": False}, ("a", "b"), (), (), {})
     report = DecisionReport((("b", "cpu", 0.5, "h-1"), ("a", "cpu", 0.4, "h-2")), 0.5, "b", tests)
@@ -61,7 +69,10 @@ def test_a_verification_test_separates_two_hypotheses() -> None:
 
 
 def test_verify_command(tmp_path: Path, nezha_slice: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["investigate", "Frontend", "10m", "--data", str(nezha_slice), "--at", "2023-01-29T13:36:00Z", "--json"]) == 0
+    assert (
+        main(["investigate", "Frontend", "10m", "--data", str(nezha_slice), "--at", "2023-01-29T13:36:00Z", "--json"])
+        == 0
+    )
     path = tmp_path / "trace.json"
     path.write_text(capsys.readouterr().out)
     assert main(["verify", str(path), "--data", str(nezha_slice), "--json"]) == 0
