@@ -21,7 +21,8 @@ from rca.model import Incident, Window
 from rca.star.audit import Audit, audit
 from rca.star.context import audit_context
 from rca.star.criteria import AuditContext
-from rca.trace import Trace, from_json
+from rca.trace import Trace
+from rca.trace_json import from_json
 from storage.investigations import InvestigationRow, Store
 
 KEPT = 64  # recent incidents and audit contexts kept in memory; older ones are rebuilt when asked

@@ -45,8 +45,9 @@ from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, repair
 from rca.star.verify import run_tests
 from rca.timestamps import parse_timestamp
-from rca.trace import Trace, from_json
-from rca.trace import to_json as trace_json
+from rca.trace import Trace
+from rca.trace_json import from_json
+from rca.trace_json import to_json as trace_json
 from rca.windows import parse_duration
 from storage.investigations import Store
 from storage.repair_memory import SqlRepairMemory

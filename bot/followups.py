@@ -27,7 +27,8 @@ from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, RepairResult, RepairStep, repair
 from rca.star.verify import VerificationRun, run_tests
-from rca.trace import Trace, from_json, to_json
+from rca.trace import Trace
+from rca.trace_json import from_json, to_json
 
 
 class FollowUps:

@@ -14,7 +14,7 @@ from rca.search.actions import AgentKind
 from rca.search.config import SearchConfig
 from rca.search.events import Event, Finished
 from rca.search.supervisor import run_search
-from rca.trace import cost_from_json
+from rca.trace_json import cost_from_json
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from rca.star.memory import RepairMemory
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, repair
-from rca.trace import from_json, to_json
+from rca.trace_json import from_json, to_json
 
 
 class StarEngine:

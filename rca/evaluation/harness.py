@@ -18,7 +18,7 @@ from rca.model import BrokenCase, CaseId, Diagnosis, FaultType, Incident, Incide
 from rca.star.audit import audit as audit_trace
 from rca.star.context import audit_context
 from rca.star.criteria import AuditContext
-from rca.trace import from_json
+from rca.trace_json import from_json
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,8 @@ from rca.star.memory import InMemoryRepairMemory
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, repair
-from rca.trace import STAGES, Trace, from_json
+from rca.trace import STAGES, Trace
+from rca.trace_json import from_json
 
 METHODS = (
     "star",

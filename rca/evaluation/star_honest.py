@@ -60,7 +60,8 @@ from rca.star.criteria import AuditContext
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, repair
-from rca.trace import STAGES, Trace, chain_along, from_json, replay
+from rca.trace import STAGES, Trace, chain_along, replay
+from rca.trace_json import from_json
 
 SMALL_BUDGET = 4  # reads of the independent run that may miss the root
 # each replay's constants within +-25 % of their own: the tolerance the generality issue asks

@@ -20,7 +20,8 @@ from rca.search.config import SearchConfig
 from rca.search.events import Event, Finished, Handoff
 from rca.search.state import DiagnosticState
 from rca.topology import neighbours, siblings
-from rca.trace import EvidencePackage, Trace, analysis_structure, decision_report, to_json
+from rca.trace import EvidencePackage, Trace, analysis_structure, decision_report
+from rca.trace_json import to_json
 
 
 def available_agents(incident: Incident, order: Sequence[AgentKind]) -> list[AgentKind]:

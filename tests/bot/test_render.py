@@ -16,7 +16,7 @@ from rca.errors import InputError
 from rca.model import Window
 from rca.star.audit import audit
 from rca.star.criteria import AuditContext
-from rca.trace import from_json
+from rca.trace_json import from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 

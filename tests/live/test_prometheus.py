@@ -21,7 +21,7 @@ from rca.sources.protocols import MetricQuery
 from rca.star.audit import audit
 from rca.star.criteria import AuditContext
 from rca.timestamps import parse_timestamp
-from rca.trace import from_json
+from rca.trace_json import from_json
 
 AT = parse_timestamp("2023-01-29T13:36:00Z")
 

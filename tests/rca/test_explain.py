@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from rca.explain import Topic, answer, entities_of, is_question, parse_question
-from rca.trace import Trace, from_json
+from rca.trace import Trace
+from rca.trace_json import from_json
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.hypotheses import Hypothesis, HypothesisId
 from rca.model import FaultType, Modality, Window
 from rca.signals import Signal
-from rca.trace import EvidencePackage, Trace, analysis_structure, decision_report, replay, schema
+from rca.trace import EvidencePackage, Trace, analysis_structure, decision_report, replay
+from rca.trace_json import schema
 
 
 def _ev(i: int, entity: str, onset: float | None) -> Evidence:

@@ -21,7 +21,8 @@ from rca.sources.datasets import find_cases
 from rca.star.audit import audit
 from rca.star.context import audit_context
 from rca.star.criteria import AuditContext
-from rca.trace import Trace, from_json, to_json
+from rca.trace import Trace
+from rca.trace_json import from_json, to_json
 
 
 @pytest.fixture(scope="module")

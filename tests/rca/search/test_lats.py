@@ -17,7 +17,8 @@ from rca.search.config import SearchConfig
 from rca.search.events import Finished, Handoff, HypothesesRanked
 from rca.sources.datasets import find_cases
 from rca.sources.memory import StaticTopology
-from rca.trace import STAGES, from_json, replay, to_json
+from rca.trace import STAGES, replay
+from rca.trace_json import from_json, to_json
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,8 @@ from rca.sources.datasets import find_cases
 from rca.star.audit import Route, StarConfig, audit, route
 from rca.star.context import audit_context
 from rca.star.criteria import AuditContext, leading
-from rca.trace import Chain, Link, Trace, VerificationTest, from_json, to_json
+from rca.trace import Chain, Link, Trace, VerificationTest
+from rca.trace_json import from_json, to_json
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ from rca.star.memory import InMemoryRepairMemory, Pattern, RepairRecord
 from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
 from rca.star.repair import InsufficientEvidenceException, RepairConfig, check_feasible, repair
-from rca.trace import Trace, from_json
+from rca.trace import Trace
+from rca.trace_json import from_json
 from storage.repair_memory import SqlRepairMemory
 from tests.rca.star.test_audit import VIOLATIONS, _clean
 
