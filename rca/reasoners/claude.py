@@ -33,6 +33,16 @@ import jsonschema
 
 from rca.decision import Decision
 from rca.reasoners import PHASES, Usage
+from rca.reasoners.model_io import (
+    DETAIL_CHARS,
+    SCHEMAS,
+    TOOLS,
+    data_block,
+    evidence_shape,
+    evidence_view,
+    hypothesis_view,
+    state_view,
+)
 from rca.reasoners.offline import OfflineReasoner
 from rca.redact import redact
 from rca.search.actions import Action
@@ -47,8 +57,6 @@ P = TypeVar("P")
 DEFAULT_MODEL = "claude-sonnet-5-5"
 SYSTEM = (resources.files("rca.reasoners") / "prompts" / "system.md").read_text()
 MAX_ACTIONS = 15  # offered per proposal
-MAX_EVIDENCE = 12  # shown per state
-DETAIL_CHARS = 160
 DECISION_HYPOTHESES = 5  # judged by the verdict's call
 DECISION_EVIDENCE = 3  # shown per judged hypothesis
 
@@ -63,106 +71,6 @@ class ClaudeConfig:
     timeout: float = 30.0  # per call, seconds
     max_retries: int = 2  # the SDK's own retries (429, 529, 5xx, connection) with backoff
     response_tokens: int = 1024
-
-
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-_UNIT = {"type": "number", "minimum": 0, "maximum": 1}
-TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "propose_actions",
-        "description": "Choose the next investigative actions, by the ids offered in the data.",
-        "input_schema": _schema(
-            {
-                "candidates": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": 10,
-                    "items": _schema(
-                        {
-                            "action": {"type": "string", "pattern": "^a[0-9]{1,3}$"},
-                            "reason": {"type": "string", "maxLength": 300},
-                        },
-                        ["action"],
-                    ),
-                }
-            },
-            ["candidates"],
-        ),
-    },
-    {
-        "name": "score_reflections",
-        "description": "Score every executed step: evidence quality e, completeness c_comp, consistency k.",
-        "input_schema": _schema(
-            {
-                "reflections": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": 10,
-                    "items": _schema(
-                        {
-                            "step": {"type": "integer", "minimum": 1},
-                            "e": _UNIT,
-                            "c_comp": _UNIT,
-                            "k": _UNIT,
-                            "note": {"type": "string", "maxLength": 300},
-                        },
-                        ["step", "e", "c_comp", "k"],
-                    ),
-                }
-            },
-            ["reflections"],
-        ),
-    },
-    {
-        "name": "judge_decision",
-        "description": "Judge which hypothesis explains the symptom, with a calibrated confidence.",
-        "input_schema": _schema(
-            {
-                "lead": {"type": "string", "pattern": "^h-[0-9]{1,4}$"},
-                "confidence": _UNIT,
-                "rationale": {"type": "string", "maxLength": 600},
-            },
-            ["lead", "confidence", "rationale"],
-        ),
-    },
-    {
-        "name": "choose_patches",
-        "description": "Order the offered patch operators for a stage of an RCA trace, most promising first.",
-        "input_schema": _schema(
-            {
-                "order": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": 20,
-                    "items": _schema(
-                        {
-                            "patch": {"type": "string", "pattern": "^p[0-9]{1,2}$"},
-                            "reason": {"type": "string", "maxLength": 300},
-                        },
-                        ["patch"],
-                    ),
-                }
-            },
-            ["order"],
-        ),
-    },
-    {
-        "name": "answer_question",
-        "description": "Answer an engineer's question about the investigation, citing evidence ids.",
-        "input_schema": _schema(
-            {
-                "answer": {"type": "string", "maxLength": 2000},
-                "cited": {"type": "array", "maxItems": 12, "items": {"type": "string"}},
-            },
-            ["answer", "cited"],
-        ),
-    },
-]
-TOOLS[-1] = {**TOOLS[-1], "cache_control": {"type": "ephemeral"}}  # caches the system prompt and all tools
-_SCHEMAS = {t["name"]: t["input_schema"] for t in TOOLS}
 
 
 _PHASE_OF = {
@@ -228,7 +136,7 @@ class ClaudeReasoner:
         offered = sorted(priorities, key=lambda a: (-priorities[a], a.signature))[:MAX_ACTIONS]
         ids = {f"a{i}": a for i, a in enumerate(offered, start=1)}
         data = {
-            **_state(state),
+            **state_view(state),
             "choose": n,
             "actions": [
                 {"id": i, "tool": a.tool.value, "target": a.target, "prior": round(priorities[a], 2)}
@@ -250,14 +158,14 @@ class ClaudeReasoner:
 
     async def reflect(self, state: DiagnosticState, steps: Sequence[Step]) -> list[Reflection]:
         data = {
-            **_state(state),
+            **state_view(state),
             "steps": [
                 {
                     "step": i,
                     "action": s.action.describe(),
                     "status": s.status,
-                    "new_evidence": [_evidence(ev) for ev in sorted(s.new_evidence, key=lambda ev: -ev.score)[:4]],
-                    "hypotheses_after": [_hypothesis(h) for h in s.after.hypotheses[:3]],
+                    "new_evidence": [evidence_view(ev) for ev in sorted(s.new_evidence, key=lambda ev: -ev.score)[:4]],
+                    "hypotheses_after": [hypothesis_view(h) for h in s.after.hypotheses[:3]],
                 }
                 for i, s in enumerate(steps, start=1)
             ],
@@ -285,9 +193,9 @@ class ClaudeReasoner:
             "symptom": state.symptom,
             "hypotheses": [
                 {
-                    **_hypothesis(h),
+                    **hypothesis_view(h),
                     "id": h.id,
-                    "evidence": [_evidence(by_id[i]) for i in h.evidence[:DECISION_EVIDENCE] if i in by_id],
+                    "evidence": [evidence_view(by_id[i]) for i in h.evidence[:DECISION_EVIDENCE] if i in by_id],
                 }
                 for h in top
             ],
@@ -358,7 +266,7 @@ class ClaudeReasoner:
         """Call the model for one job; the parsed answer, or None for the offline reasoner."""
         if self._failures >= 2:
             return None
-        content = f"{instruction}\n\n<telemetry_data>\n{_data_block(data)}\n</telemetry_data>"
+        content = f"{instruction}\n\n<telemetry_data>\n{data_block(data)}\n</telemetry_data>"
         messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
         phase = _PHASE_OF[tool]
         for attempt in (1, 2):
@@ -393,7 +301,7 @@ class ClaudeReasoner:
                 if block is None:
                     raise InvalidAnswer(f"call the tool {tool}")
                 raw = dict(block.input) if isinstance(block.input, dict) else {}
-                jsonschema.validate(raw, _SCHEMAS[tool])
+                jsonschema.validate(raw, SCHEMAS[tool])
                 return parse(raw)
             except (jsonschema.ValidationError, InvalidAnswer) as exc:
                 error = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
@@ -465,21 +373,9 @@ def _estimate(content_chars: int, config: ClaudeConfig) -> int:
 def _decision_reserve(config: ClaudeConfig) -> tuple[int, int]:
     """Calls and tokens the verdict's call needs at most: the largest decision payload the caps
     allow (each judged hypothesis with its evidence, each item's detail clipped)."""
-    item = len(json.dumps(_evidence_shape())) + DETAIL_CHARS
+    item = len(json.dumps(evidence_shape())) + DETAIL_CHARS
     hypothesis = 120 + DECISION_EVIDENCE * item
     return 1, _estimate(200 + DECISION_HYPOTHESES * hypothesis, config)
-
-
-def _evidence_shape() -> dict[str, Any]:
-    """An evidence item as the model sees it, with its longest values but an empty detail."""
-    return {
-        "id": "ev-99999",
-        "entity": "x" * 60,
-        "modality": "metrics",
-        "score": 10000.0,
-        "onset": 1_700_000_000.0,
-        "detail": "",
-    }
 
 
 def _reason(exc: Exception) -> str:
@@ -487,48 +383,3 @@ def _reason(exc: Exception) -> str:
     body = getattr(exc, "body", None)
     kind = body.get("error", {}).get("type") if isinstance(body, dict) else None
     return f"{status} {kind}" if status else type(exc).__name__
-
-
-def _state(state: DiagnosticState) -> dict[str, Any]:
-    """What the model sees of a state: compact, clipped, redacted by _data_block."""
-    strongest = sorted(state.evidence, key=lambda ev: -ev.score)[:MAX_EVIDENCE]
-    return {
-        "agent": state.agent.value,
-        "symptom": state.symptom,
-        "window": state.window.to_iso(),
-        "handoff_summary": state.handoff,
-        "scope": sorted(state.scope)[:30],
-        "hypotheses": [_hypothesis(h) for h in state.hypotheses[:8]],
-        "evidence": [_evidence(ev) for ev in strongest],
-    }
-
-
-def _hypothesis(h: Any) -> dict[str, Any]:
-    return {"service": h.service, "fault_type": h.fault_type.value, "value": round(h.value, 3)}
-
-
-def _evidence(ev: Any) -> dict[str, Any]:
-    return {
-        "id": ev.id,
-        "entity": ev.entity,
-        "modality": ev.modality.value,
-        "score": round(ev.score, 1),
-        "onset": ev.onset,
-        "detail": ev.detail[:DETAIL_CHARS],
-    }
-
-
-def _data_block(data: dict[str, Any]) -> str:
-    """JSON with every string redacted and no `<` or `>` left to close the data tag."""
-    text = json.dumps(_redacted(data), ensure_ascii=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-def _redacted(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted(v) for v in value]
-    return value
