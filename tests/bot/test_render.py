@@ -146,7 +146,7 @@ def test_standing_depends_on_order_alone(scale: float) -> None:
 
 
 def test_a_fault_type_its_evidence_does_not_show_is_named_in_the_verdict_with_the_repair() -> None:
-    from rca.evaluation.star_honest import neighbouring_fault_type
+    from rca.evaluation.reasoning_errors import neighbouring_fault_type
 
     trace = demo_trace()
     ctx = AuditContext(nx.DiGraph())

@@ -9,14 +9,8 @@ import pytest
 
 from rca.engines import build_engine
 from rca.evaluation.metrics import separation as auroc
-from rca.evaluation.star_honest import (
-    FAMILIES,
-    content,
-    nudged_confidence,
-    renamed_ids,
-    thin_evidence,
-    victim_made_root,
-)
+from rca.evaluation.reasoning_errors import FAMILIES, nudged_confidence, renamed_ids, thin_evidence, victim_made_root
+from rca.evaluation.star_honest import content
 from rca.sources.datasets import find_cases
 from rca.star.audit import audit
 from rca.star.context import audit_context
@@ -96,7 +90,7 @@ def test_auroc_counts_ties_half_and_orders() -> None:
 def test_a_fault_type_its_evidence_does_not_show_is_not_accepted_and_repair_restores_it(
     real: tuple[Trace, AuditContext],
 ) -> None:
-    from rca.evaluation.star_honest import neighbouring_fault_type
+    from rca.evaluation.reasoning_errors import neighbouring_fault_type
     from rca.star.audit import Route
     from rca.star.patches import RepairContext
     from rca.star.repair import RepairConfig, repair
@@ -118,7 +112,8 @@ def test_the_replay_localiser_finds_the_stage_it_can_replay_within_its_allowance
 ) -> None:
     """Walking back from the decision, the replay of the stage an error was written into is
     the first the audit accepts; with fewer replays it names only what it reached."""
-    from rca.evaluation.star_honest import neighbouring_fault_type, replay_localise
+    from rca.evaluation.reasoning_errors import neighbouring_fault_type
+    from rca.evaluation.star_honest import replay_localise
     from rca.star.audit import Route
     from rca.star.patches import RepairContext
 
@@ -134,7 +129,7 @@ def test_the_replay_localiser_finds_the_stage_it_can_replay_within_its_allowance
 def test_another_equally_short_path_is_a_harmless_rewrite() -> None:
     """Two call paths of one length from the symptom to the cause: drawing the chain along
     the other one changes the analysis, not the answer, and the audit does not object."""
-    from rca.evaluation.star_honest import other_shortest_path
+    from rca.evaluation.reasoning_errors import other_shortest_path
     from rca.evidence import Evidence, EvidenceId, EvidenceKind
     from rca.hypotheses import Hypothesis, HypothesisId
     from rca.model import FaultType, Modality, Window
@@ -187,7 +182,8 @@ def test_every_replay_of_a_repair_scores_with_the_contexts_reading(real: tuple[T
     independent sampling gets replays that are not the function that built the trace."""
     from dataclasses import replace
 
-    from rca.evaluation.star_honest import neighbouring_fault_type, replay_localise
+    from rca.evaluation.reasoning_errors import neighbouring_fault_type
+    from rca.evaluation.star_honest import replay_localise
     from rca.hypotheses import ScoringConfig
     from rca.star.audit import Route
     from rca.star.patches import RepairContext
