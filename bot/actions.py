@@ -20,7 +20,7 @@ from rca.errors import InputError, RcaError
 from rca.explain import is_question
 from rca.star.repair import RepairStep
 from storage.database import StorageError
-from storage.investigations import InvestigationRow
+from storage.rows import InvestigationRow
 
 log = logging.getLogger("rcabot.slack")
 

@@ -23,7 +23,8 @@ from rca.star.context import audit_context
 from rca.star.criteria import AuditContext
 from rca.trace import Trace
 from rca.trace_json import from_json
-from storage.investigations import InvestigationRow, Store
+from storage.investigations import Store
+from storage.rows import InvestigationRow
 
 KEPT = 64  # recent incidents and audit contexts kept in memory; older ones are rebuilt when asked
 

@@ -33,7 +33,8 @@ from rca.replay import suggest
 from rca.search.events import Event, Finished
 from rca.star.memory import RepairMemory
 from storage.database import StorageError
-from storage.investigations import InvestigationRow, Store
+from storage.investigations import Store
+from storage.rows import InvestigationRow
 
 log = logging.getLogger("rcabot.desk")
 

@@ -32,7 +32,7 @@ from rca.errors import InputError, RcaError
 from rca.search.events import Finished
 from storage.alerts import AlertStore
 from storage.database import StorageError
-from storage.investigations import InvestigationRow
+from storage.rows import InvestigationRow
 from storage.schedules import SummarySchedule
 
 log = logging.getLogger("rcabot.slack")

@@ -14,7 +14,8 @@ from bot.queue import JobLost, JobQueue
 from bot.verdicts import Run
 from rca.errors import RcaError
 from rca.search.events import Event, Restarted, Waiting
-from storage.investigations import InvestigationRow, Store
+from storage.investigations import Store
+from storage.rows import InvestigationRow
 
 # A queue that lost a run (Redis restarted without persistence) is given it again this many
 # times; one that cannot be reached is waited for this long (a broker restart takes seconds),

@@ -15,7 +15,7 @@ from rca.model import Incident, Modality, Window
 from rca.star.audit import Audit
 from rca.star.repair import RepairResult
 from rca.trace import Trace
-from storage.investigations import InvestigationRow
+from storage.rows import InvestigationRow
 
 ALERTMANAGER = "alertmanager"  # the user an alert-started investigation is recorded under
 

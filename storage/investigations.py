@@ -12,11 +12,11 @@ import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from storage.database import Conflict, Migration, open_database
+from storage.rows import FeedbackRow, InvestigationRow, RepairRow, investigation_row
 
 MIGRATIONS = (
     Migration(
@@ -57,56 +57,6 @@ MIGRATIONS = (
     # verdicts teach the probability the next one shows without re-reading their traces
     Migration(4, ("alter table investigations add column calibration {text}",)),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class InvestigationRow:
-    id: str
-    service: str
-    window_start: float
-    window_end: float
-    channel: str
-    user: str
-    parent_ts: str
-    thread_ts: str
-    status: str  # running | done | failed | interrupted
-    engine: str
-    created: float
-    finished: float | None
-    top_service: str
-    top_fault: str
-    confidence: float | None
-    score: float | None
-    route: str
-    blamed: str
-    trace: dict[str, Any] | None
-    audit: dict[str, Any] | None
-    error: str
-    missing: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class FeedbackRow:
-    investigation: str
-    user: str
-    correct: bool
-    true_cause: str
-    note: str
-    created: float
-
-
-@dataclass(frozen=True, slots=True)
-class RepairRow:
-    investigation: str
-    before: float
-    after: float
-    decisive: str
-    top_before: str
-    top_after: str
-    created: float
-    trace: dict[str, Any]
-    audit: dict[str, Any]
-    steps: tuple[dict[str, Any], ...]
 
 
 class Store:
@@ -198,14 +148,14 @@ class Store:
 
     def investigation(self, id: str) -> InvestigationRow | None:
         rows = self._db.query("select * from investigations where id = ?", [id])
-        return _investigation(rows[0]) if rows else None
+        return investigation_row(rows[0]) if rows else None
 
     def by_thread(self, channel: str, thread_ts: str) -> InvestigationRow | None:
         """The investigation whose Slack thread this is."""
         rows = self._db.query(
             "select * from investigations where channel = ? and thread_ts = ? limit 1", [channel, thread_ts]
         )
-        return _investigation(rows[0]) if rows else None
+        return investigation_row(rows[0]) if rows else None
 
     def between(self, start: float, end: float, *, channel: str | None = None) -> list[InvestigationRow]:
         """Investigations started in a time range: of one channel, or (None) of every channel,
@@ -214,7 +164,7 @@ class Store:
         if channel is not None:
             where, args = where + " and channel = ?", [*args, channel]
         rows = self._db.query(f"select * from investigations where {where} order by created", args)
-        return [_investigation(r) for r in rows]
+        return [investigation_row(r) for r in rows]
 
     def similar(
         self, *, channel: str, top_service: str, top_fault: str, before: float, limit: int = 3
@@ -226,7 +176,7 @@ class Store:
             "and top_fault = ? and created < ? order by created desc limit ?",
             [channel, top_service, top_fault, before, limit],
         )
-        return [_investigation(r) for r in rows]
+        return [investigation_row(r) for r in rows]
 
     def trusts(self, *, before: float, limit: int = 200) -> list[float]:
         """How far the audit trusted each of the last `limit` verdicts given before `before`,
@@ -283,7 +233,7 @@ class Store:
             "and thread_ts != '' and relay_until is not null and relay_until < ? order by created",
             [now],
         )
-        return [_investigation(r) for r in rows]
+        return [investigation_row(r) for r in rows]
 
     # -- what happened after ----------------------------------------------------------------
     def add_repair(
@@ -393,30 +343,3 @@ class Store:
 
 def _marks(ids: Sequence[str]) -> str:
     return ",".join("?" * len(ids)) or "null"
-
-
-def _investigation(r: dict[str, Any]) -> InvestigationRow:
-    return InvestigationRow(
-        id=r["id"],
-        service=r["service"],
-        window_start=r["window_start"],
-        window_end=r["window_end"],
-        channel=r["channel"],
-        user=r["user"],
-        parent_ts=r["parent_ts"] or "",
-        thread_ts=r["thread_ts"] or "",
-        status=r["status"],
-        engine=r["engine"],
-        created=r["created"],
-        finished=r["finished"],
-        top_service=r["top_service"] or "",
-        top_fault=r["top_fault"] or "",
-        confidence=r["confidence"],
-        score=r["score"],
-        route=r["route"] or "",
-        blamed=r["blamed"] or "",
-        trace=json.loads(r["trace"]) if r["trace"] else None,
-        audit=json.loads(r["audit"]) if r["audit"] else None,
-        error=r["error"] or "",
-        missing=tuple(json.loads(r["missing"] or "[]")),
-    )
