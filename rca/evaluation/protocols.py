@@ -35,15 +35,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from rca.errors import InputError
-from rca.evaluation.transforms import (
-    Vocabulary,
-    crop,
-    drifted,
-    parse_drift,
-    parse_step,
-    parse_vocabulary,
-    reshaped,
-)
+from rca.evaluation.transforms import crop, drifted, parse_drift, parse_step, reshaped
+from rca.evaluation.vocabulary import Vocabulary, parse_vocabulary
 from rca.model import Incident, IncidentCase, Modality, Sources, Window
 from rca.replay import with_window
 from rca.sources.protocols import MetricQuery

@@ -7,8 +7,7 @@ Each transform wraps the incident's sources, so an engine reads them as it reads
 - `Resampled`: metrics at another step. A grid point holds the mean of the samples since the
   previous one (what a rate over a coarser step reports), or, where none fell there, the last
   sample before it (what a finer scrape of an unchanged series reads).
-- `Renamed`: metric names in another exporter's vocabulary (cAdvisor, OpenTelemetry, short
-  hand-made names), one name for one name, each meaning the same signal in the same direction.
+- `Renamed` (rca.evaluation.vocabulary): metric names in another exporter's vocabulary.
 - `Fleet`: idle services beside the real ones, whose series are noise around a level of their
   own.
 
@@ -22,13 +21,13 @@ import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 
 import numpy as np
 
 from rca.errors import InputError
+from rca.evaluation.vocabulary import Renamed, Vocabulary
 from rca.model import Incident, LogRecord, Normal, Series, Sources, Span, Window
-from rca.signals import Signal, bad_direction, signal_of, words
+from rca.signals import Signal, signal_of
 from rca.sources.protocols import (
     LogQuery,
     LogSource,
@@ -129,86 +128,6 @@ class Resampled:
             if len(r):
                 out.append(r)
         return out
-
-
-class Vocabulary(StrEnum):
-    CADVISOR = "cadvisor"
-    OTEL = "otel"
-    SHORT = "short"
-
-
-# per vocabulary, the name of each signal (and of an error signal that is good when high)
-_NAMES: dict[Vocabulary, dict[str, str]] = {
-    Vocabulary.CADVISOR: {
-        "cpu": "container_cpu_usage_seconds_total",
-        "memory": "container_memory_working_set_bytes",
-        "disk": "container_fs_writes_bytes_total",
-        "network": "container_network_transmit_bytes_total",
-        "packet_loss": "container_network_receive_packets_dropped_total",
-        "latency": "istio_request_duration_milliseconds",
-        "errors": "istio_requests_failed_total",
-        "errors_good": "istio_requests_success_ratio",
-        "traffic": "istio_requests_total",
-        "other": "container_spec_shares",
-    },
-    Vocabulary.OTEL: {
-        "cpu": "process.cpu.utilization",
-        "memory": "process.memory.usage",
-        "disk": "process.disk.operations",
-        "network": "k8s.pod.network.io",
-        "packet_loss": "k8s.pod.network.dropped",
-        "latency": "http.server.request.duration",
-        "errors": "http.server.request.errors",
-        "errors_good": "http.server.request.success.ratio",
-        "traffic": "http.server.active_requests",
-        "other": "process.threads",
-    },
-    Vocabulary.SHORT: {
-        "cpu": "cpu",
-        "memory": "mem",
-        "disk": "disk",
-        "network": "net",
-        "packet_loss": "drops",
-        "latency": "lat",
-        "errors": "err",
-        "errors_good": "success",
-        "traffic": "qps",
-        "other": "misc",
-    },
-}
-
-
-def renamed(metric: str, vocabulary: Vocabulary) -> str:
-    """`metric` in another vocabulary: the name of its signal there (good-when-high error
-    series keep that direction), its percentile word if it has one, and four hex digits of the
-    old name so that two names never become one."""
-    signal = signal_of(metric)
-    key = "errors_good" if signal is Signal.ERRORS and bad_direction(metric) < 0 else signal.value
-    base = _NAMES[vocabulary][key]
-    sep = "." if vocabulary is Vocabulary.OTEL else "_"
-    pct = [w for w in words(metric) if w.startswith("p") and w[1:].isdigit()]
-    tag = hashlib.sha256(metric.encode()).hexdigest()[:4]
-    return sep.join([base, *pct[:1], tag])
-
-
-@dataclass(frozen=True, slots=True)
-class Renamed:
-    inner: MetricSource
-    vocabulary: Vocabulary
-
-    async def entities(self) -> tuple[str, ...]:
-        return await self.inner.entities()
-
-    async def series(self, query: MetricQuery) -> list[Series]:
-        if query.metrics:  # names asked in this vocabulary: asked of the inner source in its own
-            known = {
-                renamed(s.metric, self.vocabulary): s.metric
-                for s in await self.inner.series(replace(query, metrics=()))
-            }
-            query = replace(query, metrics=tuple(known[m] for m in query.metrics if m in known))
-            if not query.metrics:
-                return []
-        return [replace(s, metric=renamed(s.metric, self.vocabulary)) for s in await self.inner.series(query)]
 
 
 def _unit(key: str, n: np.ndarray) -> np.ndarray:
@@ -393,13 +312,6 @@ def parse_step(text: str) -> float:
     if not value > 0:
         raise InputError(f"the step must be positive, got {text!r}")
     return value
-
-
-def parse_vocabulary(text: str) -> Vocabulary:
-    try:
-        return Vocabulary(text.strip().lower())
-    except ValueError:
-        raise InputError(f"unknown vocabulary {text!r}; choose from {', '.join(v.value for v in Vocabulary)}") from None
 
 
 def crop(incident: Incident, since: float) -> Incident:

@@ -12,7 +12,8 @@ import pytest
 
 from rca.errors import InputError
 from rca.evaluation.protocols import LATE_LENGTH, LATE_SECONDS, Placement, Protocol, parse_protocol
-from rca.evaluation.transforms import Fleet, Renamed, Resampled, Vocabulary, crop, renamed, resample
+from rca.evaluation.transforms import Fleet, Resampled, crop, resample
+from rca.evaluation.vocabulary import Renamed, Vocabulary, renamed
 from rca.model import Modality, Series, Window
 from rca.signals import bad_direction, signal_of
 from rca.sources.datasets import find_cases
