@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from slack_sdk.errors import SlackApiError
 
+from bot import blockkit
 from bot.front import SlackFront
 from handlers.alerts import Notification
 from rca.errors import InputError
@@ -239,8 +241,32 @@ class Alerts:
             name = n.labels.get("alertname", "alert")
             service = next((n.labels[k] for k in ("service", "app", "job") if k in n.labels), "")
             names = (*names, f"{name} ({service})" if service else name)
-            ts = await self.front.alerts_folded(channel, ts=ts, names=names, per_minute=self.per_minute)
+            ts = await self._folded_line(channel, ts=ts, names=names)
             self._folded[channel] = (began, ts, names)
+
+    async def _note(self, channel: str, thread_ts: str, text: str) -> None:
+        await self.front.poster.post(channel, thread_ts, text, [blockkit.context(text)])
+
+    async def _folded_line(self, channel: str, *, ts: str, names: tuple[str, ...]) -> str:
+        """The channel's one line for alerts beyond its threads a minute, naming them: posted,
+        then updated."""
+        shown = ", ".join(blockkit.plain(n[:80]) for n in names[:10]) + (
+            f" and {len(names) - 10} more" if len(names) > 10 else ""
+        )
+        text = (
+            f"🔕 {len(names)} more alert group(s) grouped here: {shown}. This channel opens at most "
+            f"{self.per_minute} investigation threads a minute; `/rca <service>` investigates one by hand."
+        )
+        client = self.front.client
+        try:
+            if ts:
+                await client.chat_update(channel=channel, ts=ts, text=text, blocks=[blockkit.context(text)])
+                return ts
+            posted = await client.chat_postMessage(channel=channel, text=text, blocks=[blockkit.context(text)])
+            return str(posted["ts"])
+        except SlackApiError as exc:
+            log.warning("cannot tell %s of folded alerts: %s", channel[:40], exc.response.get("error"))
+            return ts
 
     async def _again(self, n: Notification) -> None:
         await asyncio.to_thread(self.store.notified, n.group_key)
@@ -248,7 +274,7 @@ class Alerts:
         told = await asyncio.to_thread(self.store.tell, n.group_key, {a.fingerprint for a in n.alerts})
         new = [a for a in n.alerts if a.fingerprint in told]
         if group is not None and group.thread_ts and new:  # told when alerts join, counted otherwise
-            await self.front.alert_note(
+            await self._note(
                 group.channel,
                 group.thread_ts,
                 f"🔔 Alertmanager again: {len(n.alerts)} alert(s) firing in this group, {len(new)} new — {n.summary}",
@@ -261,7 +287,7 @@ class Alerts:
         group = await asyncio.to_thread(self.store.group, n.group_key)
         if group is not None and group.thread_ts:
             took = max(0.0, ended - group.fired)
-            await self.front.alert_note(
+            await self._note(
                 group.channel,
                 group.thread_ts,
                 f"✅ Resolved: Alertmanager says the alert ended, {took / 60:.0f} min after it began.",

@@ -221,29 +221,6 @@ class SlackFront:
         while self._alert_runs:
             await asyncio.gather(*list(self._alert_runs), return_exceptions=True)
 
-    async def alert_note(self, channel: str, thread_ts: str, text: str) -> None:
-        await self.poster.post(channel, thread_ts, text, [blockkit.context(text)])
-
-    async def alerts_folded(self, channel: str, *, ts: str, names: tuple[str, ...], per_minute: int) -> str:
-        """The channel's one line for alerts beyond its threads a minute, naming them: posted,
-        then updated."""
-        shown = ", ".join(blockkit.plain(n[:80]) for n in names[:10]) + (
-            f" and {len(names) - 10} more" if len(names) > 10 else ""
-        )
-        text = (
-            f"🔕 {len(names)} more alert group(s) grouped here: {shown}. This channel opens at most {per_minute} "
-            "investigation threads a minute; `/rca <service>` investigates one by hand."
-        )
-        try:
-            if ts:
-                await self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[blockkit.context(text)])
-                return ts
-            posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=[blockkit.context(text)])
-            return str(posted["ts"])
-        except SlackApiError as exc:
-            log.warning("cannot tell %s of folded alerts: %s", channel[:40], exc.response.get("error"))
-            return ts
-
     async def _already(self, exc: AlreadyRunning) -> str:
         if exc.run is None:
             return "That investigation is starting right now; its thread appears in a moment."
