@@ -294,7 +294,7 @@ def _timeline(trace: Trace) -> str:
     why: a window that reaches back far holds earlier incidents, and the engineer sees which
     ones the ranking set aside."""
     ep = trace.evidence_package
-    ref = reference(ep.evidence, trace.symptom, ep.alert_time)
+    ref = reference(ep.evidence, trace.symptom, ep.alert_time, ep.window)
     onsets: dict[str, tuple[Elsewhere | None, float, Evidence]] = {}  # entity -> (why another's, onset, evidence)
     for ev in ep.evidence:
         if ev.onset is None:

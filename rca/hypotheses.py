@@ -32,7 +32,15 @@ from rca.rules.endpoints import discount_endpoints
 from rca.rules.footprint import fold_memory_into_cpu
 from rca.rules.kpi import drop_kpis
 from rca.rules.reach import discount_unreachable
-from rca.rules.timing import Elsewhere, Reference, elsewhere, reference, undatable, weight
+from rca.rules.timing import (
+    ASKED_LATE,
+    Elsewhere,
+    Reference,
+    elsewhere,
+    reference,
+    undatable,
+    weight,
+)
 from rca.rules.unseen import counted, modality_of, unseen
 from rca.rules.victims import VictimTerms, explaining_callee, victim_share
 from rca.signals import Signal, bad_direction, is_host_metric
@@ -226,7 +234,7 @@ def score_hypotheses(
 ) -> list[Hypothesis]:
     """Every (service, fault type) hypothesis the evidence supports, best first (alert_time:
     when the symptom alerted, where known)."""
-    ref = reference(evidence, symptom, alert_time)
+    ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
     comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref)
     recipes = config.model.recipes
     # per fault type, once: the recipe's parts a present modality shows, and what no modality shows
@@ -315,11 +323,13 @@ def supported_faults(
     edge_share: Callable[[str], GapShare] = lambda _: NO_GAPS,
     config: ScoringConfig = ScoringConfig(),
     alert_time: float | None = None,
+    window: Window,
 ) -> dict[str, frozenset[FaultType]]:
     """Per service, the fault types whose primary component its evidence shows, read as
     `score_hypotheses` reads it (rca.fault_model.GATES): the types a hypothesis about it may
     carry. `population`: the services of the call graph."""
-    comps = _components(evidence, config, edge_share, population, reference(evidence, symptom, alert_time))
+    ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
+    comps = _components(evidence, config, edge_share, population, ref)
     return {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
 
 

@@ -24,7 +24,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "timing",
         "The incident asked about is the one the symptom shows: an anomaly over before it, begun "
-        "well after it alerted, or going on since before the data, belongs to another.",
+        "well after it alerted or after the window opened on it already degraded, or going on since "
+        "before the data while the symptom was not, belongs to another.",
     ),
     Rule(
         "unseen",

@@ -7,6 +7,14 @@ about now). An anomaly over before then, begun well after the symptom's began, o
 under way before the data began, is another incident's: the window a user asks about holds
 the start of the incident they ask about. (Setting aside only what was under way when the
 symptom's own onset is seen was measured and cost PetShop: docs/notes/05-this-round-2026-12-03-issue-40-protocols-on-call-meets-and-w.md.)
+
+Asked late (`ASKED_LATE`, its own ablation switch): where no anomaly of the symptom begins
+inside the window but the symptom was degraded from the window's first sample, at half its
+worst or more, and still is at its close, the user asked well into their incident. Then what
+was under way when the window opened is theirs, and what began well after it opened is a
+later incident's. A symptom that deepened past twice its opening depth began anew inside the
+window, and data that began inside it (a restarted exporter) cannot say: both keep the rule
+above.
 """
 
 from __future__ import annotations
@@ -18,7 +26,10 @@ from enum import StrEnum
 from rca.evidence import Evidence
 from rca.model import Modality, Window
 from rca.profiles import profile_step
+from rca.signals import bad_direction
 from rca.topology import ONSET_TOLERANCE
+
+ASKED_LATE = "asked-late"  # the ablation switch of the symptom's degradation under way when the window opened
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,11 +38,15 @@ class Reference:
 
     start: float | None  # None: not known (under way before the data, or no symptom seen)
     end: float | None  # None: it goes on
+    before_data: bool = False  # the symptom was anomalous from its first sample: so was the incident
 
 
-def reference(evidence: Sequence[Evidence], symptom: str, alert_time: float | None) -> Reference:
-    """The alert time, or the symptom's anomaly going on at the window's close, or nothing
-    known (the window's close)."""
+def reference(
+    evidence: Sequence[Evidence], symptom: str, alert_time: float | None, window: Window, *, asked_late: bool = True
+) -> Reference:
+    """The alert time, or the symptom's anomaly going on at the window's close: begun inside
+    the data, or else (`asked_late`) under way since the symptom's first sample, as when on-call
+    asks well into an incident; or nothing known (the window's close)."""
     if alert_time is not None:
         return Reference(alert_time, alert_time)
     going = [
@@ -39,7 +54,38 @@ def reference(evidence: Sequence[Evidence], symptom: str, alert_time: float | No
     ]
     if going:
         return Reference(min(ev.onset for ev in going if ev.onset is not None), None)
+    before = (
+        [
+            ev.profile[0][0]
+            for ev in evidence
+            if ev.entity == symptom
+            and ev.until is None
+            and ev.under_way
+            and degraded(ev)
+            and worst_from_open(ev)
+            and not undatable(ev, window)
+        ]
+        if asked_late
+        else []
+    )
+    if before:
+        return Reference(None, min(before), before_data=True)
     return Reference(None, None)
+
+
+def degraded(ev: Evidence) -> bool:
+    """The anomaly moved its series the bad way: a metric as `bad_direction` says, any other
+    evidence upward (more errors, more latency)."""
+    if ev.modality is Modality.METRICS:
+        return ev.direction == bad_direction(ev.subject)
+    return ev.direction > 0
+
+
+def worst_from_open(ev: Evidence) -> bool:
+    """The anomaly stood, at its first sample, at half its worst or more: it was under way, not
+    yet to begin (a run that deepens past twice its opening depth began anew inside it)."""
+    depth = [abs(z) for _, z in ev.profile]
+    return bool(depth) and depth[0] >= max(depth) / 2
 
 
 def weight(ev: Evidence, ref: Reference, *, past_weight: float, timing: bool = True) -> float:
@@ -73,7 +119,7 @@ def elsewhere(ev: Evidence, ref: Reference) -> Elsewhere | None:
         return Elsewhere.OVER
     if ref.end is not None and ev.onset is not None and ev.onset > ref.end + tol:
         return Elsewhere.FOLLOWED
-    if ev.under_way:
+    if ev.under_way and not ref.before_data:
         return Elsewhere.UNDER_WAY
     return None
 

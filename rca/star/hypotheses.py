@@ -34,6 +34,7 @@ def type_carried(trace: Trace, ctx: AuditContext) -> Criterion:
         population=ctx.graph.number_of_nodes(),
         edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS),
         alert_time=ep.alert_time,
+        window=ep.window,
     ).get(top.service, frozenset())
     if top.fault_type in shown:
         return Criterion(

@@ -42,7 +42,7 @@ def current(trace: Trace) -> list[Evidence]:
     """The evidence of the incident asked about (rca.rules.timing), or all of it when none
     can be told apart."""
     ep = trace.evidence_package
-    ref = reference(ep.evidence, trace.symptom, ep.alert_time)
+    ref = reference(ep.evidence, trace.symptom, ep.alert_time, ep.window)
     mine = [ev for ev in ep.evidence if weight(ev, ref, past_weight=0.0) == 1.0]
     return mine or list(ep.evidence)
 

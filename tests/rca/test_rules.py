@@ -8,6 +8,7 @@ from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.hypotheses import Hypothesis, ScoringConfig, score_hypotheses
 from rca.model import Modality, Window
 from rca.rules.background import keep_what_stands_out
+from rca.rules.timing import ASKED_LATE
 from rca.signals import Signal
 from rca.topology import KPI
 
@@ -199,3 +200,23 @@ def test_latency_and_errors_never_dominate_they_move_in_callers_too() -> None:
     for subject, signal in (("latency_seconds", Signal.LATENCY), ("error_rate", Signal.ERRORS)):
         far = _shift(3, "c", subject, 4000.0, signal, 600.0)
         assert _first([symptom, near, far], graph) == "b"
+
+
+def test_asked_late_the_incident_under_way_when_the_window_opened_is_the_one_asked_about() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("front", "c")] + [("front", f"quiet-{k}") for k in range(6)])
+    off = ScoringConfig(off=frozenset({ASKED_LATE}))
+    flat = tuple((float(t), 20.0) for t in range(0, 1000, 60))
+    symptom = replace(_shift(1, "front", "latency_seconds", 20.0, Signal.LATENCY, 0.0, under_way=True), profile=flat)
+    cause = replace(_shift(2, "b", "cpu_seconds", 30.0, Signal.CPU, 0.0, under_way=True), profile=flat)
+    later = _shift(3, "c", "cpu_seconds", 30.0, Signal.CPU, 600.0)  # begun well after the window opened
+    assert _first([symptom, cause, later], graph) == "b"
+    assert _first([later, cause, symptom], graph) == "b"
+    assert _first([symptom, cause, later], graph, off) == "c"  # the switch: under way is another incident's
+    # a symptom that deepened past twice its opening depth began anew inside the window
+    deepened = replace(symptom, profile=tuple((t, 4.0 if t < 600 else 40.0) for t, _ in flat))
+    assert _first([deepened, cause, later], graph) == "c"
+    # latency that fell is no incident under way
+    assert _first([replace(symptom, direction=-1), cause, later], graph) == "c"
+    # data that began inside the window (a restarted exporter) cannot say the incident was under way
+    restarted = replace(symptom, profile=tuple(p for p in flat if p[0] >= 420.0))
+    assert _first([restarted, cause, later], graph) == "c"
