@@ -4,15 +4,15 @@ string, times are RFC 3339."""
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from aiohttp import web
 
+from handlers.fields import rfc3339, text, web_link
+from handlers.webhooks import json_webhook
 from rca.errors import InputError
 
 MAX_BODY = 1024 * 1024  # bytes; Alertmanager's own default cap on a group is far below this
@@ -103,38 +103,29 @@ def parse_notification(body: bytes) -> Notification:
     return Notification(
         status=status,
         group_key=key,
-        receiver=_text(data.get("receiver", ""), "receiver"),
+        receiver=text(data.get("receiver", ""), "receiver"),
         group_labels=_labels(data.get("groupLabels"), "groupLabels"),
         common_labels=_labels(data.get("commonLabels"), "commonLabels"),
         common_annotations=_labels(data.get("commonAnnotations"), "commonAnnotations", long=True),
         alerts=tuple(_alert(a, i) for i, a in enumerate(alerts)),
         truncated=truncated if isinstance(truncated, int) and truncated >= 0 else 0,
-        external_url=web_link(_text(data.get("externalURL", ""), "externalURL")),
+        external_url=web_link(text(data.get("externalURL", ""), "externalURL")),
     )
 
 
 def _alert(a: object, i: int) -> Alert:
     if not isinstance(a, dict):
         raise InputError(f"alerts[{i}] is not an object")
-    ends = _time(a.get("endsAt"), f"alerts[{i}].endsAt", optional=True)
+    ends = rfc3339(a.get("endsAt"), f"alerts[{i}].endsAt", optional=True)
     return Alert(
         status=_status(a.get("status"), f"alerts[{i}].status"),
         labels=_labels(a.get("labels"), f"alerts[{i}].labels"),
         annotations=_labels(a.get("annotations"), f"alerts[{i}].annotations", long=True),
-        starts_at=_time(a.get("startsAt"), f"alerts[{i}].startsAt"),  # type: ignore[arg-type]
+        starts_at=rfc3339(a.get("startsAt"), f"alerts[{i}].startsAt"),  # type: ignore[arg-type]
         ends_at=ends if ends is not None and ends > 0 else None,
-        fingerprint=_text(a.get("fingerprint", ""), f"alerts[{i}].fingerprint"),
-        generator_url=web_link(_text(a.get("generatorURL", ""), f"alerts[{i}].generatorURL")),
+        fingerprint=text(a.get("fingerprint", ""), f"alerts[{i}].fingerprint"),
+        generator_url=web_link(text(a.get("generatorURL", ""), f"alerts[{i}].generatorURL")),
     )
-
-
-def web_link(url: str) -> str:
-    """The URL where it is an http(s) link with a host and no characters that break Slack's
-    link markup; otherwise empty (a link is shown, never followed)."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc or any(c in url for c in "<>| \n\t"):
-        return ""
-    return url.strip()
 
 
 def _status(value: object, where: str) -> str:
@@ -143,35 +134,15 @@ def _status(value: object, where: str) -> str:
     return str(value)
 
 
-def _text(value: object, where: str, *, limit: int = MAX_VALUE) -> str:
-    if not isinstance(value, str) or len(value) > limit:
-        raise InputError(f"{where} must be a string of at most {limit} characters")
-    return value
-
-
 def _labels(value: object, where: str, *, long: bool = False) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict) or len(value) > MAX_LABELS:
         raise InputError(f"{where} must be an object of at most {MAX_LABELS} strings")
     return {
-        _text(k, where, limit=200): _text(v, f"{where}.{str(k)[:40]}", limit=8 * MAX_VALUE if long else MAX_VALUE)
+        text(k, where, limit=200): text(v, f"{where}.{str(k)[:40]}", limit=8 * MAX_VALUE if long else MAX_VALUE)
         for k, v in value.items()
     }
-
-
-def _time(value: object, where: str, *, optional: bool = False) -> float | None:
-    if value in (None, "") and optional:
-        return None
-    if not isinstance(value, str) or len(value) > 64:
-        raise InputError(f"{where} must be an RFC 3339 time")
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{where} must be an RFC 3339 time") from None
-    if moment.tzinfo is None:
-        raise InputError(f"{where} must carry its time zone")
-    return moment.timestamp() if moment.year > 1 else 0.0
 
 
 def alertmanager_webhook(
@@ -179,21 +150,4 @@ def alertmanager_webhook(
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     """Alertmanager's webhook route: authenticated against the `accepted` Authorization
     headers (none: it is off), capped, parsed, answered at once; `take` does the work after."""
-
-    async def alertmanager(request: web.Request) -> web.Response:
-        given = request.headers.get("Authorization", "")
-        if not accepted or not any(hmac.compare_digest(given.encode(), a.encode()) for a in accepted):
-            return web.json_response({"error": "unauthorized"}, status=401)
-        if (request.content_length or 0) > MAX_BODY:
-            return web.json_response({"error": f"payload over {MAX_BODY} bytes"}, status=413)
-        body = await request.content.read(MAX_BODY + 1)
-        if len(body) > MAX_BODY:  # a body sent without its length
-            return web.json_response({"error": f"payload over {MAX_BODY} bytes"}, status=413)
-        try:
-            notification = parse_notification(body)
-        except InputError as exc:
-            return web.json_response({"error": str(exc)[:300]}, status=400)
-        take(notification)
-        return web.json_response({"ok": True})
-
-    return alertmanager
+    return json_webhook(accepted, parse_notification, take, max_body=MAX_BODY)

@@ -323,7 +323,8 @@ def test_a_bad_routes_file_is_refused_by_name(tmp_path: Path, text: str) -> None
 
 
 def test_alert_links_are_http_only_and_never_markup() -> None:
-    from handlers.alerts import parse_notification, web_link
+    from handlers.alerts import parse_notification
+    from handlers.fields import web_link
 
     assert web_link("https://grafana.example.com/d/x?a=1") == "https://grafana.example.com/d/x?a=1"
     for bad in ("javascript:alert(1)", "http://x|<!channel>", "ftp://x", "http:///nohost", "http://a b"):
