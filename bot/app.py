@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import scheduler
 from bot.alerts import Alerts, load_routes
+from bot.changes import Changes
 from bot.config import Settings, require_slack
 from bot.desk import Desk
 from bot.front import SlackFront
@@ -34,8 +37,12 @@ from bot.runbooks import load_runbooks
 from bot.telemetry import Telemetry, telemetry_from
 from handlers import actions, commands, events
 from handlers.alerts import alertmanager_webhook
+from handlers.changes import MAX_BODY as MAX_CHANGE
+from handlers.changes import parse_change
 from handlers.payloads import well_formed
+from handlers.webhooks import json_webhook
 from storage.alerts import AlertStore
+from storage.changes import ChangeStore
 from storage.database import StorageError
 from storage.investigations import Store
 from storage.repair_memory import SqlRepairMemory
@@ -44,6 +51,7 @@ from storage.schedules import SummarySchedule
 log = logging.getLogger("rcabot")
 EVENTS_PATH = "/slack/events"
 ALERTS_PATH = "/alerts/alertmanager"
+CHANGES_PATH = "/changes"
 
 
 @dataclass
@@ -57,9 +65,10 @@ class Bot:
     memory: SqlRepairMemory
     schedule: SummarySchedule
     alerts: Alerts
+    changes: Changes
     errors: list[BaseException]  # what reached the app's error handler (a bug, or a dependency failing)
     signing_secret: str = ""
-    alert_auth: tuple[str, ...] = ()  # the Authorization headers the alert webhook accepts; none: it is off
+    alert_auth: tuple[str, ...] = ()  # the Authorization headers the alert and change webhooks accept; none: off
 
     def close(self) -> None:
         self.desk.close()
@@ -67,6 +76,7 @@ class Bot:
         self.memory.close()
         self.schedule.close()
         self.alerts.store.close()
+        self.changes.store.close()
 
 
 def web_client(settings: Settings) -> AsyncWebClient:
@@ -97,6 +107,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     queue = JobQueue(settings.queue) if settings.queue else None
     desk = Desk.from_settings(settings, telemetry=telemetry, store=store, memory=memory, queue=queue)
     alert_store = AlertStore(settings.db)
+    changes = Changes(ChangeStore(settings.db), desk.telemetry)
     client = web_client(settings)
     app = AsyncApp(
         client=client,
@@ -113,6 +124,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
         schedule=schedule,
         runbooks=load_runbooks(settings.runbooks),
         alerts=alert_store,
+        changes=changes,
     )
 
     @app.middleware
@@ -151,6 +163,7 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
         memory,
         schedule,
         alerts,
+        changes,
         errors,
         settings.signing_secret,
         alert_auth=_alert_auth(settings),
@@ -198,6 +211,12 @@ async def start_http(bot: Bot, *, host: str, port: int, events: bool = True) -> 
     webapp.router.add_get("/healthz", health)
 
     webapp.router.add_post(ALERTS_PATH, alertmanager_webhook(bot.alert_auth, bot.alerts.take))
+    webapp.router.add_post(
+        CHANGES_PATH,
+        json_webhook(
+            bot.alert_auth, functools.partial(parse_change, now=time.time), bot.changes.take, max_body=MAX_CHANGE
+        ),
+    )
     runner = web.AppRunner(webapp, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
@@ -234,6 +253,7 @@ async def serve(settings: Settings, *, host: str = "0.0.0.0") -> None:
             await socket_mode.close_async()
         await runner.cleanup()  # no new requests ...
         await _drain(bot, settings.shutdown_grace)  # ... while running work finishes
+        await bot.changes.drain()  # and the changes already answered for are recorded
     finally:
         if runner.server is not None:
             await runner.cleanup()

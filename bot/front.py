@@ -18,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blockkit, render, replies
 from bot.actions import ThreadActions, failure, runbook_for
+from bot.changes import Changes
 from bot.desk import Desk
 from bot.narration import Narrator
 from bot.people import People
@@ -55,6 +56,7 @@ class SlackFront:
         schedule: SummarySchedule | None = None,
         runbooks: Runbooks = NONE,
         alerts: AlertStore | None = None,
+        changes: Changes | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.desk = desk
@@ -72,6 +74,7 @@ class SlackFront:
         self.summaries = Summaries(desk, client, schedule, clock=clock)
         self.runbooks = runbooks
         self.alerts = alerts  # where alerts no route took are counted, for /rca status
+        self.changes = changes  # the change feed /rca changes lists
         self.stream_interval = stream_interval
         self.clock = clock
         self._alert_runs: set[asyncio.Task[None]] = set()
@@ -86,6 +89,14 @@ class SlackFront:
         self.post_summary = self.summaries.post
         self.schedule_summary = self.summaries.subscribe
         self.run_summaries = self.summaries.run
+
+    async def changes_text(self, service: str, window: str, *, user: str) -> str:
+        if self.changes is None:
+            return "This rcabot keeps no record of changes."
+        try:
+            return await self.changes.listing(service, window, tz=await self.people.zone(user))
+        except InputError as exc:
+            return f"{blockkit.plain(str(exc))}\n\n{USAGE}"
 
     async def status_text(self, channel: str) -> str:
         text = replies.status(self.desk.running(channel), queued=self.desk.queued_ahead())

@@ -42,6 +42,8 @@ def register(app: AsyncApp, front: Front, *, command: str = "/rca") -> None:
             return
         if request.kind is Kind.SUMMARY:
             await front.post_summary(channel)
+        elif request.kind is Kind.CHANGES:
+            await reply(respond, await front.changes_text(request.service, request.window, user=user))
         elif request.kind in (Kind.SUBSCRIBE, Kind.UNSUBSCRIBE):
             await reply(
                 respond, await front.schedule_summary(channel=channel, user=user, at=request.at or None, tz=request.tz)

@@ -39,6 +39,11 @@ class Front(Protocol):
         """Open an investigation, stream it into a thread and post the verdict."""
         ...
 
+    async def changes_text(self, service: str, window: str, *, user: str) -> str:
+        """The changes recorded in the window (to `service`, or to any where it is empty), as a
+        message in the user's time zone; a bad window or an unreadable record said plainly."""
+        ...
+
     async def post_summary(self, channel: str) -> None:
         """Post the channel's own investigations of the last day into it."""
         ...

@@ -18,6 +18,7 @@ USAGE = (
     "• `/rca status` — investigations running in this channel\n"
     "• `/rca summary` — this channel's investigations of the last day\n"
     "• `/rca summary daily 09:00 [Europe/Berlin]` — post that summary here every day (`/rca summary off` stops it)\n"
+    "• `/rca changes [service] [window]` — deploys, config pushes and flags recorded in the window\n"
     "• `/rca help` — this message\n"
     "Example: `/rca ts-order-service 30m`"
 )
@@ -33,6 +34,7 @@ class Kind(StrEnum):
     SUMMARY = "summary"
     SUBSCRIBE = "subscribe"  # the daily summary in this channel: at `at` in `tz`
     UNSUBSCRIBE = "unsubscribe"
+    CHANGES = "changes"  # what changed in `window`, to `service` (any service where it is empty)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,8 @@ class RcaCommand:
     tz: str = "UTC"
 
 
-_SERVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$")
+SERVICE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$")
+_WINDOWISH = re.compile(r"^(\d[\d:.hmsdw]*(-.*)?|\d{4}-\d\d-\d\dT.*)$", re.IGNORECASE)
 _WORDS = {"help": Kind.HELP, "status": Kind.STATUS, "summary": Kind.SUMMARY}
 
 
@@ -59,13 +62,30 @@ def parse_rca_command(text: str) -> RcaCommand:
         return RcaCommand(_WORDS[words[0].lower()] if words else Kind.HELP)
     if words[0].lower() == "summary":
         return _summary(words[1:])
+    if words[0].lower() == "changes":
+        return _changes(words[1:])
     service, rest = words[0], words[1:]
-    if service.startswith("<") or not _SERVICE.match(service):
+    if service.startswith("<") or not SERVICE_NAME.match(service):
         raise InputError(f"{service[:60]!r} is not a service name (letters, digits, '-', '_', '.', ':', '/')")
     if len(rest) > 3:
         raise InputError("too many words: give a service and one window")
     window = " ".join("-" if w.lower() == "to" else w for w in rest)  # `14:05 to 14:35`, `1h 30m`, `1 hour`
     return RcaCommand(Kind.INVESTIGATE, service, window or DEFAULT_WINDOW)
+
+
+def _changes(words: list[str]) -> RcaCommand:
+    """`[service] [window]`: a first word that reads as a window (`15m`, `14:05-14:35`) is the
+    window, of any service."""
+    if words and not _WINDOWISH.match(words[0]):
+        service, words = words[0], words[1:]
+        if service.startswith("<") or not SERVICE_NAME.match(service):
+            raise InputError(f"{service[:60]!r} is not a service name (letters, digits, '-', '_', '.', ':', '/')")
+    else:
+        service = ""
+    if len(words) > 3:
+        raise InputError("too many words: `/rca changes [service] [window]`")
+    window = " ".join("-" if w.lower() == "to" else w for w in words)
+    return RcaCommand(Kind.CHANGES, service, window or DEFAULT_WINDOW)
 
 
 def _summary(words: list[str]) -> RcaCommand:

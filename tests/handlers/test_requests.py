@@ -1,6 +1,6 @@
 import pytest
 
-from handlers.requests import Kind, RcaCommand, parse_rca_command
+from handlers.requests import DEFAULT_WINDOW, Kind, RcaCommand, parse_rca_command
 from rca.errors import InputError
 
 
@@ -75,3 +75,13 @@ def test_a_bad_window_is_named_as_typed() -> None:
 
     with pytest.raises(WindowError, match="'1 fortnight'"):
         parse_window(parse_rca_command("checkout last 1 fortnight").window, now=1_700_000_000.0)
+
+
+def test_changes_take_an_optional_service_and_window() -> None:
+    assert parse_rca_command("changes") == RcaCommand(Kind.CHANGES, "", DEFAULT_WINDOW)
+    assert parse_rca_command("changes 2h") == RcaCommand(Kind.CHANGES, "", "2h")
+    assert parse_rca_command("changes 14:05-14:35") == RcaCommand(Kind.CHANGES, "", "14:05-14:35")
+    assert parse_rca_command("changes orders") == RcaCommand(Kind.CHANGES, "orders", DEFAULT_WINDOW)
+    assert parse_rca_command("changes orders last 1 hour") == RcaCommand(Kind.CHANGES, "orders", "1 hour")
+    with pytest.raises(InputError, match="not a service name"):
+        parse_rca_command("changes <!channel> 1h")

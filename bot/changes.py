@@ -1,0 +1,67 @@
+"""The change feed in the bot: changes posted to `POST /changes` recorded off the event loop,
+and `/rca changes` listing what changed in a window, in the asker's time zone."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from bot import blockkit
+from bot.telemetry import Telemetry
+from rca.changes import Change
+from storage.changes import ChangeStore
+from storage.database import StorageError
+
+log = logging.getLogger("rcabot.changes")
+MAX_LISTED = 20
+
+
+class Changes:
+    def __init__(self, store: ChangeStore, telemetry: Telemetry) -> None:
+        self.store = store
+        self.telemetry = telemetry
+        self._writes: set[asyncio.Task[None]] = set()
+
+    def take(self, change: Change | None) -> None:
+        """Record a posted change after the webhook has answered (None: a payload that records
+        no change yet, a pending deployment or a failed sync)."""
+        if change is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._record(change))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _record(self, change: Change) -> None:
+        try:
+            await asyncio.to_thread(self.store.add, change)
+        except StorageError as exc:  # the sender was answered already: the loss is logged, loudly
+            log.error("a change to %s could not be recorded: %s", change.service[:60], exc)
+
+    async def drain(self) -> None:
+        while self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)
+
+    async def listing(self, service: str, window_text: str, *, tz: str) -> str:
+        """What changed in the window (to `service`, or to any service where it is empty), one
+        line each, earliest first."""
+        window = await self.telemetry.window(window_text)
+        services = (service,) if service else ()
+        try:
+            found = await asyncio.to_thread(self.store.between, window.start, window.end, services=services)
+        except StorageError as exc:
+            log.warning("changes without the database: %s", exc)
+            return "⚠️ Storage unavailable: the recorded changes cannot be read right now."
+        what = f"`{blockkit.plain(service)}`" if service else "any service"
+        span = blockkit.window_text(window, tz)
+        if not found:
+            return (
+                f"No change to {what} was recorded in {span}. Changes reach rcabot through `POST /changes`: "
+                "a deploy marker, GitHub's deployment_status event or an Argo CD notification."
+            )
+        lines = [f"*Changes to {what} in {span}:*"]
+        for c in found[-MAX_LISTED:]:
+            link = f" <{c.link}|link>" if c.link else ""
+            lines.append(f"• {blockkit.at(c.time, tz, near=window.end)} {blockkit.plain(c.describe())}{link}")
+        if len(found) > MAX_LISTED:
+            lines.insert(1, f"_{len(found) - MAX_LISTED} earlier change(s) not shown._")
+        return "\n".join(lines)

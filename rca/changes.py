@@ -1,0 +1,55 @@
+"""Changes to a running system: a deploy, a config push, a feature flag, a scaling, a rollback.
+
+On-call asks "what changed?" before anything else. A change is a fact with a time and a
+service, read from where teams already record it (a deploy marker, a CD system's webhook, the
+bot's record of them); which changes fall in a window, and near which services, is asked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rca.model import to_iso
+
+
+class ChangeKind(StrEnum):
+    DEPLOY = "deploy"
+    CONFIG = "config"
+    FLAG = "flag"
+    SCALE = "scale"
+    ROLLBACK = "rollback"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    service: str
+    kind: ChangeKind
+    time: float  # when it took effect (epoch seconds)
+    before: str = ""  # the version, value or size before, where known
+    after: str = ""
+    who: str = ""
+    link: str = ""  # an http(s) link to the change (a pipeline run, a commit, an Argo CD application)
+    source: str = ""  # where it was read: marker, argocd, github
+
+    def describe(self) -> str:
+        """`orders 1.4.2 → 1.4.3 (deploy by ci)`, as much of it as is known."""
+        what = f"{self.before} → {self.after}" if self.before and self.after else self.after or self.before
+        by = f" by {self.who}" if self.who else ""
+        return f"{self.service} {what} ({self.kind.value}{by})".replace("  ", " ")
+
+
+def within(changes: Iterable[Change], start: float, end: float, services: Iterable[str] = ()) -> list[Change]:
+    """The changes that took effect in [start, end], to any of `services` (all where none are
+    named), earliest first."""
+    named = set(services)
+    return sorted(
+        (c for c in changes if start <= c.time <= end and (not named or c.service in named)),
+        key=lambda c: (c.time, c.service),
+    )
+
+
+def listed(changes: Iterable[Change]) -> str:
+    """One line per change, earliest first: its time (UTC), what changed and who changed it."""
+    return "\n".join(f"{to_iso(c.time)} {c.describe()}" for c in changes)

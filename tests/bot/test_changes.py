@@ -1,0 +1,84 @@
+"""The change feed on the real app: `POST /changes` authenticated, capped and parsed like the
+alert webhook, each change recorded, and `/rca changes` listing them through the Slack stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import aiohttp
+
+from handlers.changes import MAX_BODY
+from tests.bot.slack_standin import SlackStandIn, command_body
+from tests.bot.test_slack_app import post, run, running
+
+TOKEN = "change-token-9f86d081884c7d65"
+
+
+async def send(url: str, body: bytes, *, token: str = TOKEN) -> tuple[int, str]:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(
+            url.replace("/slack/events", "/changes"),
+            data=body,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        ) as r,
+    ):
+        return r.status, await r.text()
+
+
+async def reply(slack: SlackStandIn, count: int) -> str:
+    for _ in range(100):
+        if len(slack.responses) >= count:
+            return str(slack.responses[count - 1]["text"])
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{len(slack.responses)} response(s), wanted {count}")
+
+
+def test_posted_changes_are_recorded_and_listed_by_window_and_service(tmp_path: Path, nezha_slice: Path) -> None:
+    marker = {
+        "service": "ts-order-service",
+        "kind": "deploy",
+        "before": "1.4.2",
+        "after": "1.4.3",
+        "who": "ci",
+        "link": "https://ci.example.com/runs/7",
+        "time": "2023-01-29T13:20:00Z",
+    }
+
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, settings_={"alert_token": TOKEN}) as (bot, slack, url):
+            assert (await send(url, json.dumps(marker).encode()))[0] == 200
+            flag = {**marker, "service": "ts-user-service", "kind": "flag", "who": "<!channel>"}
+            assert (await send(url, json.dumps(flag).encode()))[0] == 200
+            old = {**marker, "time": "2023-01-29T10:00:00Z", "after": "1.4.2", "before": "1.4.1"}
+            assert (await send(url, json.dumps(old).encode()))[0] == 200
+            # refused: no token, a wrong one, a body past the cap, a payload that names no service
+            assert (await send(url, json.dumps(marker).encode(), token=""))[0] == 401
+            assert (await send(url, json.dumps(marker).encode(), token="nope"))[0] == 401
+            assert (await send(url, b" " * (MAX_BODY + 1)))[0] == 413
+            status, body = await send(url, json.dumps({"kind": "deploy"}).encode())
+            assert status == 400 and "service" in body
+            await bot.changes.drain()
+
+            await post(url, command_body("changes ts-order-service 1h", response_url=slack.response_url("c1")))
+            listed = await reply(slack, 1)
+            assert "1.4.2 → 1.4.3 (deploy by ci)" in listed and "<https://ci.example.com/runs/7|link>" in listed
+            assert "1.4.1" not in listed and "ts-user-service" not in listed  # before the window; another service
+            await post(url, command_body("changes 1h", response_url=slack.response_url("c2"), trigger_id="t-c2"))
+            everything = await reply(slack, 2)
+            assert "ts-order-service" in everything and "ts-user-service" in everything
+            assert "<!channel>" not in everything and "&lt;!channel&gt;" in everything  # shown, never a broadcast
+            await post(
+                url,
+                command_body("changes ts-order-service 5m", response_url=slack.response_url("c3"), trigger_id="t-c3"),
+            )
+            assert "No change to `ts-order-service` was recorded" in await reply(slack, 3)
+            await post(
+                url,
+                command_body("changes ts-order-service 99q", response_url=slack.response_url("c4"), trigger_id="t-c4"),
+            )
+            assert "Usage" in await reply(slack, 4)
+
+    run(scenario)
