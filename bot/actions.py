@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blockkit, render, replies
+from bot.changes import Changes, asks_what_changed
 from bot.desk import Desk
 from bot.runbooks import NONE, Runbook, Runbooks, asked_fields
 from bot.slackcalls import Poster, call
@@ -18,6 +19,7 @@ from bot.verdicts import Verdict
 from handlers.requests import USAGE
 from rca.errors import InputError, RcaError
 from rca.explain import is_question
+from rca.model import Window
 from rca.star.repair import RepairStep
 from storage.database import StorageError
 from storage.rows import InvestigationRow
@@ -59,6 +61,7 @@ class ThreadActions:
         stream_interval: float = 1.0,
         thread_questions: int = 20,
         runbooks: Runbooks = NONE,
+        changes: Changes | None = None,
     ) -> None:
         self.desk = desk
         self.client = client
@@ -67,6 +70,7 @@ class ThreadActions:
         self.stream_interval = stream_interval
         self.thread_questions = thread_questions
         self.runbooks = runbooks
+        self.changes = changes  # what "what changed?" is answered from
 
     async def repair(self, investigation: str, *, channel: str, user: str, team: str) -> None:
         row = await self.owned(investigation, channel)
@@ -213,6 +217,12 @@ class ThreadActions:
                 "still running",
                 [blockkit.context("The investigation is still running; ask again once the verdict is posted.")],
             )
+            return
+        if self.changes is not None and asks_what_changed(text):  # the recorded changes: no model needed
+            window = Window(row.window_start, row.window_end)
+            said = await self.changes.listing_for("", window, tz=await self.zone(user))
+            await asyncio.to_thread(self.desk.store.add_question, row.id, user=user, question=text, answer=said)
+            await self.poster.post(channel, thread_ts, said[:300], [blockkit.section(said)])
             return
         if (fields := asked_fields(text)) and row.top_service:  # the team's own answer: no model needed
             named = [s for s in (row.top_service, row.service) if s and s.lower() in text.lower()]

@@ -5,15 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from collections.abc import Sequence
 
 from bot import blockkit
 from bot.telemetry import Telemetry
 from rca.changes import Change
+from rca.model import Window
 from storage.changes import ChangeStore
 from storage.database import StorageError
 
 log = logging.getLogger("rcabot.changes")
 MAX_LISTED = 20
+LOOK_BACK = 3600.0  # a change up to an hour before the window may have started what it shows
+
+
+_ASKS = re.compile(
+    r"\bwhat(?:'s| has| was)? changed\b|\bany changes?\b|\bchanges (?:to|in|of)\b|\bdeploy(?:s|ed|ments?)?\b|\brollouts?\b|\brolled out\b",
+    re.I,
+)
+
+
+def asks_what_changed(question: str) -> bool:
+    """A thread question about changes: "what changed?", "any deploys?", "changes to orders"."""
+    return bool(_ASKS.search(question))
 
 
 class Changes:
@@ -42,9 +57,23 @@ class Changes:
             await asyncio.gather(*list(self._writes), return_exceptions=True)
 
     async def listing(self, service: str, window_text: str, *, tz: str) -> str:
-        """What changed in the window (to `service`, or to any service where it is empty), one
-        line each, earliest first."""
-        window = await self.telemetry.window(window_text)
+        """What changed in the window asked (to `service`, or to any service where it is empty),
+        one line each, earliest first."""
+        return await self.listing_for(service, await self.telemetry.window(window_text), tz=tz)
+
+    async def around(self, window: Window, services: Sequence[str]) -> tuple[list[Change], int]:
+        """The changes to `services` from LOOK_BACK before the window to its end, earliest first,
+        and how many other services changed then; none where the record cannot be read."""
+        try:
+            found = await asyncio.to_thread(self.store.between, window.start - LOOK_BACK, window.end)
+        except StorageError as exc:
+            log.warning("a verdict without the recorded changes: %s", exc)
+            return [], 0
+        named = set(services)
+        mine = [c for c in found if c.service in named]
+        return mine, len({c.service for c in found} - named)
+
+    async def listing_for(self, service: str, window: Window, *, tz: str) -> str:
         services = (service,) if service else ()
         try:
             found = await asyncio.to_thread(self.store.between, window.start, window.end, services=services)

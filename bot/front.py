@@ -70,6 +70,7 @@ class SlackFront:
             stream_interval=stream_interval,
             thread_questions=thread_questions,
             runbooks=runbooks,
+            changes=changes,
         )
         self.summaries = Summaries(desk, client, schedule, clock=clock)
         self.runbooks = runbooks
@@ -319,8 +320,14 @@ class SlackFront:
 
     async def _post_verdict(self, run: Run, ts: str, parent_ts: str) -> None:
         verdict, incident = await self.desk.casebook.verdict_and_incident(run.id)  # one lookup and audit for both
+        suspects = [verdict.service, *(s for s, _, _, _ in verdict.trace.decision.ranking[:3])]
+        changed, others = await self.changes.around(verdict.window, suspects) if self.changes else ([], 0)
         text, blocks = render.verdict(
-            verdict, runbook=runbook_for(self.runbooks, verdict), tz=await self.people.zone(run.user)
+            verdict,
+            runbook=runbook_for(self.runbooks, verdict),
+            tz=await self.people.zone(run.user),
+            changes=changed,
+            other_changes=others,
         )
         await self.poster.post(run.channel, ts, text, blocks)
         await self.poster.chart(

@@ -14,7 +14,9 @@ from bot.blockkit import Block, at, clip, context, limit, plain, section, window
 from bot.runbooks import Runbook
 from bot.verdicts import Run, Standing, Verdict
 from handlers.ids import CORRECT, REPAIR, VERIFY, WRONG
+from rca.changes import Change
 from rca.decision import either
+from rca.evidence import earliest_onsets
 from rca.explain import cited_evidence, readable
 from rca.model import Cost, to_iso
 from rca.star.audit import Audit
@@ -54,10 +56,17 @@ def headline(v: Verdict, *, repaired: bool = False) -> str:
 
 
 def verdict(
-    v: Verdict, *, repaired: bool = False, runbook: Runbook | None = None, tz: str = "UTC"
+    v: Verdict,
+    *,
+    repaired: bool = False,
+    runbook: Runbook | None = None,
+    tz: str = "UTC",
+    changes: Sequence[Change] = (),
+    other_changes: int = 0,
 ) -> tuple[str, list[Block]]:
     """The verdict, to act on at a glance: the lead cause and why, the path to the symptom, what
-    to check or do next, whether the reasoning holds, and the buttons."""
+    changed to the suspects (`changes`; `other_changes`: how many other services changed then),
+    what to check or do next, whether the reasoning holds, and the buttons."""
     t = v.trace
     ranking = t.decision.ranking
     if not ranking:
@@ -82,6 +91,8 @@ def verdict(
     path = _chain(t, tz, v.window.end)
     if path:
         blocks.append(section(f"*Path to the symptom*\n{path}"))
+    if changes or other_changes:
+        blocks.append(section(f"*What changed*\n{_changed(t, changes, other_changes, tz, v.window.end)}"))
     blocks.append(section(f"*Next*\n{_next(t, runbook)}"))
     blocks.append(context(_audit_line(v.audit, unsure=not v.likely)))
     if v.calibrated.marks:
@@ -122,6 +133,25 @@ def _why(t: Trace, tz: str = "UTC", near: float | None = None) -> str:
             began = " (already under way when the window opened)"
         lines.append(f"• {plain(ev.entity)}: {plain(clip(readable(ev.detail), 180))}{began}")
     return "\n".join(lines) or "• no single finding stands out; see the evidence with `evidence` in the thread"
+
+
+def _changed(t: Trace, changes: Sequence[Change], others: int, tz: str, near: float) -> str:
+    """The suspects' recorded changes, each placed against the lead suspect's onset where it
+    has one; how many other services changed then."""
+    lead = t.decision.ranking[0][0] if t.decision.ranking else ""
+    onset = earliest_onsets(t.evidence_package.evidence).get(lead)
+    lines = []
+    for c in changes[-5:]:
+        if onset is None:
+            when = f"Changed at {at(c.time, tz, near=near)}"
+        else:
+            minutes = round(abs(onset - c.time) / 60)
+            when = f"Changed {minutes} min {'before' if c.time <= onset else 'after'} {plain(lead)}'s onset"
+        link = f" <{c.link}|link>" if c.link else ""
+        lines.append(f"• {when}: {plain(c.describe())}{link}")
+    if others:
+        lines.append(f"_{others} other service(s) changed then: `/rca changes` lists them._")
+    return "\n".join(lines)
 
 
 def _chain(t: Trace, tz: str = "UTC", near: float | None = None) -> str:

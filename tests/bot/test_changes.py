@@ -10,8 +10,9 @@ from pathlib import Path
 import aiohttp
 
 from handlers.changes import MAX_BODY
-from tests.bot.slack_standin import SlackStandIn, command_body
-from tests.bot.test_slack_app import post, run, running
+from handlers.ids import REPAIR
+from tests.bot.slack_standin import SlackStandIn, command_body, event_body
+from tests.bot.test_slack_app import CHANNEL, blocks_text, post, run, running
 
 TOKEN = "change-token-9f86d081884c7d65"
 
@@ -80,5 +81,51 @@ def test_posted_changes_are_recorded_and_listed_by_window_and_service(tmp_path: 
                 command_body("changes ts-order-service 99q", response_url=slack.response_url("c4"), trigger_id="t-c4"),
             )
             assert "Usage" in await reply(slack, 4)
+
+    run(scenario)
+
+
+def test_the_verdict_says_what_changed_to_its_suspects_and_the_thread_answers_what_changed(
+    tmp_path: Path, nezha_slice: Path
+) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path, nezha_slice, settings_={"alert_token": TOKEN}) as (bot, slack, url):
+            services = sorted(await bot.desk.telemetry.services())
+            for s in services:  # every service changed: whichever leads, its change is the one shown
+                marker = {"service": s, "after": f"v-{s}", "who": "ci", "time": "2023-01-29T13:30:00Z"}
+                assert (await send(url, json.dumps(marker).encode()))[0] == 200
+            await bot.changes.drain()
+            await post(url, command_body("Frontend 10m", response_url=slack.response_url()))
+            verdict = await slack.wait_for(
+                lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c), timeout=120
+            )
+            thread, shown = verdict.params["thread_ts"], blocks_text(verdict)
+            row = bot.store.by_thread(CHANNEL, thread)
+            assert row is not None and row.top_service
+            assert "What changed" in shown and f"v-{row.top_service}" in shown
+            assert "other service(s) changed then" in shown  # about 40 changed: the suspects' are listed
+            await post(
+                url,
+                event_body(
+                    {
+                        "type": "message",
+                        "channel": CHANNEL,
+                        "user": "U0ONCALL",
+                        "text": "what changed?",
+                        "ts": "1700009999.000200",
+                        "thread_ts": thread,
+                    },
+                    event_id="Ev0CHANGED",
+                ),
+            )
+            answer = await slack.wait_for(
+                lambda c: (
+                    c.method == "chat.postMessage"
+                    and c.params.get("thread_ts") == thread
+                    and "Changes to" in blocks_text(c)
+                )
+            )
+            assert all(f"v-{s}" in blocks_text(answer) for s in services[-5:])
+            assert bot.store.questions(row.id)[-1][0] == "what changed?"
 
     run(scenario)
