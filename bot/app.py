@@ -41,6 +41,7 @@ from handlers.changes import MAX_BODY as MAX_CHANGE
 from handlers.changes import parse_change
 from handlers.payloads import well_formed
 from handlers.webhooks import json_webhook
+from rca.sources.prometheus_changes import PrometheusChanges
 from storage.alerts import AlertStore
 from storage.changes import ChangeStore
 from storage.database import StorageError
@@ -107,7 +108,12 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
     queue = JobQueue(settings.queue) if settings.queue else None
     desk = Desk.from_settings(settings, telemetry=telemetry, store=store, memory=memory, queue=queue)
     alert_store = AlertStore(settings.db)
-    changes = Changes(ChangeStore(settings.db), desk.telemetry)
+    live_changes = (
+        PrometheusChanges(settings.live.prometheus_url, timeout=settings.live.timeout)
+        if settings.live.prometheus_url
+        else None
+    )
+    changes = Changes(ChangeStore(settings.db), desk.telemetry, live_changes)
     client = web_client(settings)
     app = AsyncApp(
         client=client,

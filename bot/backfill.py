@@ -83,11 +83,19 @@ def backfilled(
 ) -> Iterator[tuple[str, Path]]:
     """A running Prometheus holding the case's metrics; yields its URL and the mapping file.
     `config` replaces the minimal prometheus.yml (rule files, Alertmanager), `flags` are added."""
+    om, mapping, _ = asyncio.run(export_case(case, workdir / "export"))
+    with serving(om, workdir, config=config, flags=flags) as url:
+        yield url, mapping
+
+
+@contextmanager
+def serving(om: Path, workdir: Path, *, config: str = "", flags: Sequence[str] = ()) -> Iterator[str]:
+    """A running Prometheus (Debian's, 127.0.0.1, a free port) holding an OpenMetrics file's
+    samples as blocks; yields its URL."""
     found = binaries()
     if found is None:
         raise RuntimeError("prometheus and promtool are not installed (scripts/ensure-prometheus.sh)")
     prometheus, promtool = found
-    om, mapping, _ = asyncio.run(export_case(case, workdir / "export"))
     data = workdir / "tsdb"
     subprocess.run(
         [promtool, "tsdb", "create-blocks-from", "openmetrics", str(om), str(data)],
@@ -113,7 +121,7 @@ def backfilled(
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, proc, workdir / "prometheus.log")
-        yield url, mapping
+        yield url
     finally:
         stop_process(proc)
         log.close()

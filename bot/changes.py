@@ -1,5 +1,6 @@
 """The change feed in the bot: changes posted to `POST /changes` recorded off the event loop,
-and `/rca changes` listing what changed in a window, in the asker's time zone."""
+and read back, with those a live Prometheus records (rca.sources.prometheus_changes), for
+`/rca changes`, the verdict's "What changed" and the thread's "what changed?"."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
 from bot import blockkit
 from bot.telemetry import Telemetry
 from rca.changes import Change
+from rca.errors import RcaError
 from rca.model import Window
 from storage.changes import ChangeStore
 from storage.database import StorageError
@@ -18,12 +21,16 @@ from storage.database import StorageError
 log = logging.getLogger("rcabot.changes")
 MAX_LISTED = 20
 LOOK_BACK = 3600.0  # a change up to an hour before the window may have started what it shows
-
-
 _ASKS = re.compile(
     r"\bwhat(?:'s| has| was)? changed\b|\bany changes?\b|\bchanges (?:to|in|of)\b|\bdeploy(?:s|ed|ments?)?\b|\brollouts?\b|\brolled out\b",
     re.I,
 )
+
+
+class ChangeSource(Protocol):
+    async def changes(self, window: Window) -> list[Change]:
+        """The changes recorded from before the window to its end."""
+        ...
 
 
 def asks_what_changed(question: str) -> bool:
@@ -32,9 +39,10 @@ def asks_what_changed(question: str) -> bool:
 
 
 class Changes:
-    def __init__(self, store: ChangeStore, telemetry: Telemetry) -> None:
+    def __init__(self, store: ChangeStore, telemetry: Telemetry, live: ChangeSource | None = None) -> None:
         self.store = store
         self.telemetry = telemetry
+        self.live = live  # a backend that records changes itself (Prometheus), where one is configured
         self._writes: set[asyncio.Task[None]] = set()
 
     def take(self, change: Change | None) -> None:
@@ -56,36 +64,47 @@ class Changes:
         while self._writes:
             await asyncio.gather(*list(self._writes), return_exceptions=True)
 
+    async def read(self, start: float, end: float) -> tuple[list[Change], list[str]]:
+        """Every change in [start, end], recorded or read live, earliest first, and what could
+        not be read."""
+        missing: list[str] = []
+        found: list[Change] = []
+        try:
+            found += await asyncio.to_thread(self.store.between, start, end)
+        except StorageError as exc:
+            log.warning("changes without the database: %s", exc)
+            missing.append("the recorded changes (storage unavailable)")
+        if self.live is not None:
+            try:
+                found += [c for c in await self.live.changes(Window(start, end)) if start <= c.time <= end]
+            except (RcaError, OSError) as exc:
+                log.warning("changes without the live backend: %s", exc)
+                missing.append("the changes Prometheus records (unreachable)")
+        unique = {(c.service, c.kind, c.time, c.after): c for c in found}
+        return sorted(unique.values(), key=lambda c: (c.time, c.service)), missing
+
+    async def around(self, window: Window, services: Sequence[str]) -> tuple[list[Change], int]:
+        """The changes to `services` from LOOK_BACK before the window to its end, earliest first,
+        and how many other services changed then."""
+        found, _ = await self.read(window.start - LOOK_BACK, window.end)
+        named = set(services)
+        return [c for c in found if c.service in named], len({c.service for c in found} - named)
+
     async def listing(self, service: str, window_text: str, *, tz: str) -> str:
         """What changed in the window asked (to `service`, or to any service where it is empty),
         one line each, earliest first."""
         return await self.listing_for(service, await self.telemetry.window(window_text), tz=tz)
 
-    async def around(self, window: Window, services: Sequence[str]) -> tuple[list[Change], int]:
-        """The changes to `services` from LOOK_BACK before the window to its end, earliest first,
-        and how many other services changed then; none where the record cannot be read."""
-        try:
-            found = await asyncio.to_thread(self.store.between, window.start - LOOK_BACK, window.end)
-        except StorageError as exc:
-            log.warning("a verdict without the recorded changes: %s", exc)
-            return [], 0
-        named = set(services)
-        mine = [c for c in found if c.service in named]
-        return mine, len({c.service for c in found} - named)
-
     async def listing_for(self, service: str, window: Window, *, tz: str) -> str:
-        services = (service,) if service else ()
-        try:
-            found = await asyncio.to_thread(self.store.between, window.start, window.end, services=services)
-        except StorageError as exc:
-            log.warning("changes without the database: %s", exc)
-            return "⚠️ Storage unavailable: the recorded changes cannot be read right now."
+        found, missing = await self.read(window.start, window.end)
+        found = [c for c in found if not service or c.service == service]
         what = f"`{blockkit.plain(service)}`" if service else "any service"
         span = blockkit.window_text(window, tz)
+        unread = f"\n⚠️ Not read: {'; '.join(missing)}." if missing else ""
         if not found:
             return (
                 f"No change to {what} was recorded in {span}. Changes reach rcabot through `POST /changes`: "
-                "a deploy marker, GitHub's deployment_status event or an Argo CD notification."
+                "a deploy marker, GitHub's deployment_status event or an Argo CD notification." + unread
             )
         lines = [f"*Changes to {what} in {span}:*"]
         for c in found[-MAX_LISTED:]:
@@ -93,4 +112,4 @@ class Changes:
             lines.append(f"• {blockkit.at(c.time, tz, near=window.end)} {blockkit.plain(c.describe())}{link}")
         if len(found) > MAX_LISTED:
             lines.insert(1, f"_{len(found) - MAX_LISTED} earlier change(s) not shown._")
-        return "\n".join(lines)
+        return "\n".join(lines) + unread

@@ -20,6 +20,7 @@ class ChangeKind(StrEnum):
     FLAG = "flag"
     SCALE = "scale"
     ROLLBACK = "rollback"
+    RESTART = "restart"  # the process started again (its start time moved)
 
 
 @dataclass(frozen=True, slots=True)
