@@ -12,6 +12,7 @@ from typing import Protocol
 
 from bot import blockkit
 from bot.telemetry import Telemetry
+from handlers.fields import web_link
 from rca.changes import Change
 from rca.errors import RcaError
 from rca.model import Window
@@ -28,6 +29,8 @@ _ASKS = re.compile(
 
 
 class ChangeSource(Protocol):
+    what: str  # what it holds, as a note names it when it cannot be read
+
     async def changes(self, window: Window) -> list[Change]:
         """The changes recorded from before the window to its end."""
         ...
@@ -39,10 +42,10 @@ def asks_what_changed(question: str) -> bool:
 
 
 class Changes:
-    def __init__(self, store: ChangeStore, telemetry: Telemetry, live: ChangeSource | None = None) -> None:
+    def __init__(self, store: ChangeStore, telemetry: Telemetry, sources: Sequence[ChangeSource] = ()) -> None:
         self.store = store
         self.telemetry = telemetry
-        self.live = live  # a backend that records changes itself (Prometheus), where one is configured
+        self.sources = sources  # what records changes besides the webhook: Prometheus, a recording's file
         self._writes: set[asyncio.Task[None]] = set()
 
     def take(self, change: Change | None) -> None:
@@ -74,12 +77,12 @@ class Changes:
         except StorageError as exc:
             log.warning("changes without the database: %s", exc)
             missing.append("the recorded changes (storage unavailable)")
-        if self.live is not None:
+        for source in self.sources:
             try:
-                found += [c for c in await self.live.changes(Window(start, end)) if start <= c.time <= end]
+                found += [c for c in await source.changes(Window(start, end)) if start <= c.time <= end]
             except (RcaError, OSError) as exc:
-                log.warning("changes without the live backend: %s", exc)
-                missing.append("the changes Prometheus records (unreachable)")
+                log.warning("changes without %s: %s", source.what, exc)
+                missing.append(f"{source.what} (unreadable)")
         unique = {(c.service, c.kind, c.time, c.after): c for c in found}
         return sorted(unique.values(), key=lambda c: (c.time, c.service)), missing
 
@@ -108,7 +111,7 @@ class Changes:
             )
         lines = [f"*Changes to {what} in {span}:*"]
         for c in found[-MAX_LISTED:]:
-            link = f" <{c.link}|link>" if c.link else ""
+            link = f" <{url}|link>" if (url := web_link(c.link)) else ""
             lines.append(f"• {blockkit.at(c.time, tz, near=window.end)} {blockkit.plain(c.describe())}{link}")
         if len(found) > MAX_LISTED:
             lines.insert(1, f"_{len(found) - MAX_LISTED} earlier change(s) not shown._")

@@ -27,15 +27,18 @@ from bot.terminal import (
     render_event,
     render_verification,
 )
+from rca.changes import write_changes
 from rca.engines import Engine, build_engine
 from rca.engines.lats import SearchEngine, diagnosis_of
-from rca.errors import InputError
+from rca.errors import InputError, RcaError
 from rca.evidence.toolbox import Toolbox
 from rca.model import Diagnosis, Incident
 from rca.reasoners import Reasoner
 from rca.replay import replay_incident
 from rca.search.events import Finished
+from rca.sources.change_files import CHANGES_FILE
 from rca.sources.datasets import find_cases, find_recordings
+from rca.sources.prometheus_changes import PrometheusChanges
 from rca.sources.snapshot import write_snapshot
 from rca.star.audit import Audit, audit
 from rca.star.context import audit_context
@@ -365,6 +368,12 @@ async def do_snapshot(args: argparse.Namespace) -> int:
         if v
     }
     out = await write_snapshot(incident, args.out, origin=origin, created=time.time())
+    if live.prometheus_url:  # what changed, as Prometheus records it, kept for the replay
+        try:
+            changed = await PrometheusChanges(live.prometheus_url, timeout=live.timeout).changes(incident.window)
+            write_changes(changed, out / CHANGES_FILE)
+        except RcaError as exc:
+            print(f"changes not saved: {exc}", file=sys.stderr)
     print(
         f"saved {incident.symptom} {incident.window.to_iso()} to {out}; replay: "
         f"rcabot investigate {incident.symptom} {incident.window.to_iso()} --data {out}"

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from bot.blockkit import Block, at, clip, context, limit, plain, section, window_text
 from bot.runbooks import Runbook
 from bot.verdicts import Run, Standing, Verdict
+from handlers.fields import web_link
 from handlers.ids import CORRECT, REPAIR, VERIFY, WRONG
 from rca.changes import Change
 from rca.decision import either
@@ -147,7 +148,7 @@ def _changed(t: Trace, changes: Sequence[Change], others: int, tz: str, near: fl
         else:
             minutes = round(abs(onset - c.time) / 60)
             when = f"Changed {minutes} min {'before' if c.time <= onset else 'after'} {plain(lead)}'s onset"
-        link = f" <{c.link}|link>" if c.link else ""
+        link = f" <{url}|link>" if (url := web_link(c.link)) else ""
         lines.append(f"• {when}: {plain(c.describe())}{link}")
     if others:
         lines.append(f"_{others} other service(s) changed then: `/rca changes` lists them._")

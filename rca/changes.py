@@ -1,4 +1,5 @@
-"""Changes to a running system: a deploy, a config push, a feature flag, a scaling, a rollback.
+"""Changes to a running system: a deploy, a config push, a feature flag, a scaling, a rollback,
+a restart.
 
 On-call asks "what changed?" before anything else. A change is a fact with a time and a
 service, read from where teams already record it (a deploy marker, a CD system's webhook, the
@@ -7,9 +8,11 @@ bot's record of them); which changes fall in a window, and near which services, 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from rca.model import to_iso
 
@@ -34,11 +37,29 @@ class Change:
     link: str = ""  # an http(s) link to the change (a pipeline run, a commit, an Argo CD application)
     source: str = ""  # where it was read: marker, argocd, github
 
+    def to_json(self) -> dict[str, object]:
+        return {
+            "service": self.service,
+            "kind": self.kind.value,
+            "time": to_iso(self.time),
+            "before": self.before,
+            "after": self.after,
+            "who": self.who,
+            "link": self.link,
+            "source": self.source,
+        }
+
     def describe(self) -> str:
         """`orders 1.4.2 → 1.4.3 (deploy by ci)`, as much of it as is known."""
         what = f"{self.before} → {self.after}" if self.before and self.after else self.after or self.before
         by = f" by {self.who}" if self.who else ""
         return f"{self.service} {what} ({self.kind.value}{by})".replace("  ", " ")
+
+
+def write_changes(changes: Iterable[Change], path: Path) -> None:
+    """Changes as JSON lines (a recording's `changes.jsonl`), earliest first."""
+    lines = [json.dumps(c.to_json(), ensure_ascii=False) for c in sorted(changes, key=lambda c: (c.time, c.service))]
+    path.write_text("".join(line + "\n" for line in lines))
 
 
 def within(changes: Iterable[Change], start: float, end: float, services: Iterable[str] = ()) -> list[Change]:

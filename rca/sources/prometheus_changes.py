@@ -47,6 +47,8 @@ CHANGE_SERIES = (
 class PrometheusChanges:
     """A change source over a Prometheus HTTP API."""
 
+    what = "the changes Prometheus records"
+
     def __init__(
         self, url: str, *, step: float = 15.0, timeout: float = 10.0, families: tuple[ChangeSeries, ...] = CHANGE_SERIES
     ) -> None:

@@ -104,11 +104,13 @@ def test_the_bot_lists_recorded_and_live_changes_together_and_says_what_it_could
     window = Window(T0 + 600, T0 + 3600)
     try:
         both = asyncio.run(
-            Changes(store, telemetry, PrometheusChanges(prometheus, step=STEP)).listing_for("orders", window, tz="UTC")
+            Changes(store, telemetry, [PrometheusChanges(prometheus, step=STEP)]).listing_for(
+                "orders", window, tz="UTC"
+            )
         )
         assert "pool=10 → pool=2 (config by ana)" in both and "1.4.2 → 1.4.3 (deploy)" in both
         assert both.index("pool=2") < both.index("1.4.3")  # earliest first
-        down = Changes(store, telemetry, PrometheusChanges("http://127.0.0.1:9", timeout=2.0))
+        down = Changes(store, telemetry, [PrometheusChanges("http://127.0.0.1:9", timeout=2.0)])
         partial = asyncio.run(down.listing_for("orders", window, tz="UTC"))
         assert "pool=2" in partial and "1.4.3" not in partial and "Not read: the changes Prometheus records" in partial
     finally:
