@@ -4,14 +4,13 @@ string, times are RFC 3339."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from aiohttp import web
 
-from handlers.fields import rfc3339, text, web_link
+from handlers.fields import json_object, rfc3339, text, web_link
 from handlers.webhooks import json_webhook
 from rca.errors import InputError
 
@@ -82,14 +81,7 @@ class Notification:
 
 
 def parse_notification(body: bytes) -> Notification:
-    if len(body) > MAX_BODY:
-        raise InputError(f"payload of {len(body)} bytes; at most {MAX_BODY}")
-    try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise InputError("payload is not JSON") from None
-    if not isinstance(data, dict):
-        raise InputError("payload is not a JSON object")
+    data = json_object(body, MAX_BODY)
     if str(data.get("version")) != "4":
         raise InputError(f"webhook version {str(data.get('version'))[:10]!r}; rcabot reads version 4")
     status = _status(data.get("status"), "status")

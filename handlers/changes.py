@@ -15,11 +15,10 @@ links http(s) only):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
-from handlers.fields import rfc3339, text, web_link
+from handlers.fields import json_object, rfc3339, text, web_link
 from handlers.requests import SERVICE_NAME
 from rca.changes import Change, ChangeKind
 from rca.errors import InputError
@@ -31,14 +30,7 @@ MAX_VALUE = 200
 def parse_change(body: bytes, *, now: Callable[[], float]) -> Change | None:
     """The change a payload records, None for one that records no change yet (a deployment
     still pending, a sync that failed); InputError for one that cannot be read."""
-    if len(body) > MAX_BODY:
-        raise InputError(f"payload of {len(body)} bytes; at most {MAX_BODY}")
-    try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise InputError("payload is not JSON") from None
-    if not isinstance(data, dict):
-        raise InputError("payload is not a JSON object")
+    data = json_object(body, MAX_BODY)
     if "deployment_status" in data:
         return _github(data)
     if "app" in data and "revision" in data:

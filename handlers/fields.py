@@ -1,13 +1,28 @@
-"""Fields of a webhook payload, checked once: capped strings, RFC 3339 times, web links."""
+"""A webhook payload checked once: a capped JSON object, capped strings, RFC 3339 times, web links."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 from rca.errors import InputError
 
 MAX_VALUE = 1024
+
+
+def json_object(body: bytes, max_body: int) -> dict[str, Any]:
+    """A payload of at most `max_body` bytes that is a JSON object, else InputError saying why."""
+    if len(body) > max_body:
+        raise InputError(f"payload of {len(body)} bytes; at most {max_body}")
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise InputError("payload is not JSON") from None
+    if not isinstance(data, dict):
+        raise InputError("payload is not a JSON object")
+    return data
 
 
 def web_link(url: str) -> str:
