@@ -40,9 +40,10 @@ from rca.evidence import Evidence
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import NO_GAPS, GapShare
 from rca.hypotheses import ScoringConfig, score_hypotheses
-from rca.model import IncidentCase, Label, Modality, Window
+from rca.model import IncidentCase, Label, Modality
 from rca.rules import parse_rules
 from rca.sources.datasets import find_cases
+from rca.telemetry import Window
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,20 +34,11 @@ import networkx as nx
 import numpy as np
 
 from rca.engines import build_engine
-from rca.model import (
-    CaseId,
-    Incident,
-    IncidentCase,
-    Modality,
-    Normal,
-    Series,
-    Sources,
-    Span,
-    Window,
-)
+from rca.model import CaseId, Incident, IncidentCase, Modality, Normal, Sources
 from rca.sources.datasets import find_cases
 from rca.sources.memory import InMemoryMetrics, InMemoryTraces, StaticTopology
 from rca.sources.protocols import MetricQuery
+from rca.telemetry import Series, Span, Window
 
 REAL = Path(__file__).resolve().parents[1] / "bot" / "demo" / "nezha-trainticket"
 

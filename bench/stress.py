@@ -46,10 +46,11 @@ import numpy as np
 
 from rca.engines import Engine, build_engine
 from rca.evaluation.protocols import Placement, Protocol, parse_protocol
-from rca.model import Incident, IncidentCase, Modality, Series
+from rca.model import Incident, IncidentCase, Modality
 from rca.signals import Signal, bad_direction, is_host_metric, signal_of
 from rca.sources.datasets import find_cases
 from rca.sources.protocols import MetricQuery, MetricSource
+from rca.telemetry import Series
 
 FAMILIES: dict[str, frozenset[Signal]] = {
     "resource": frozenset({Signal.CPU, Signal.MEMORY}),

@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from rca.evidence.metrics import robust_z
-from rca.model import IncidentCase, Window
+from rca.model import IncidentCase
 from rca.sources.datasets import find_cases
 from rca.sources.protocols import MetricQuery
+from rca.telemetry import Window
 
 BEFORE = 300.0  # seconds before the injection taken as its normal
 AFTER = 120.0  # seconds after it in which it must show

@@ -19,8 +19,8 @@ from bot.verdicts import Verdict
 from handlers.requests import USAGE
 from rca.errors import InputError, RcaError
 from rca.explain import is_question
-from rca.model import Window
 from rca.star.repair import RepairStep
+from rca.telemetry import Window
 from storage.database import StorageError
 from storage.rows import InvestigationRow
 

@@ -20,9 +20,10 @@ from pathlib import Path
 import yaml
 
 from lab.processes import binaries, free_port, stop_process, wait_ready
-from rca.model import IncidentCase, Series, Window
+from rca.model import IncidentCase
 from rca.sources.prometheus import escape_value
 from rca.sources.protocols import MetricQuery
+from rca.telemetry import Series, Window
 
 PREFIX = "rcabot_"
 

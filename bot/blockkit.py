@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from rca.model import Window
 from rca.redact import redact
+from rca.telemetry import Window
 
 Block = dict[str, Any]
 SECTION_MAX = 2800

@@ -17,10 +17,11 @@ from bot.telemetry import Telemetry
 from bot.verdicts import Standing, Verdict
 from rca.calibration import Features, shipped
 from rca.errors import InputError
-from rca.model import Incident, Window
+from rca.model import Incident
 from rca.star.audit import Audit, audit
 from rca.star.context import audit_context
 from rca.star.criteria import AuditContext
+from rca.telemetry import Window
 from rca.trace import Trace
 from rca.trace_json import from_json
 from storage.investigations import Store

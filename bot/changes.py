@@ -15,7 +15,7 @@ from bot.telemetry import Telemetry
 from handlers.fields import web_link
 from rca.changes import Change
 from rca.errors import RcaError
-from rca.model import Window
+from rca.telemetry import Window
 from storage.changes import ChangeStore
 from storage.database import StorageError
 

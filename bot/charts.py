@@ -11,7 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.dates import DateFormatter, date2num
 from matplotlib.figure import Figure
 
-from rca.model import Series, Window
+from rca.telemetry import Series, Window
 
 
 def signal_chart(

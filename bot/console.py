@@ -18,8 +18,8 @@ from bot.verdicts import AlreadyRunning
 from handlers.requests import USAGE, Kind, parse_rca_command
 from rca.errors import InputError, RcaError
 from rca.explain import HELP, ChartRequest
-from rca.model import to_iso
 from rca.star.repair import RepairStep
+from rca.telemetry import to_iso
 
 PROMPT = "rcabot> "
 MORE = (

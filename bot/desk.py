@@ -26,12 +26,12 @@ from rca.calibration import trace_features
 from rca.engines import build_engine
 from rca.engines.lats import SearchEngine
 from rca.errors import InputError
-from rca.model import Window
 from rca.reasoners import Reasoner
 from rca.reasoners.offline import OfflineReasoner
 from rca.replay import suggest
 from rca.search.events import Event, Finished
 from rca.star.memory import RepairMemory
+from rca.telemetry import Window
 from storage.database import StorageError
 from storage.investigations import Store
 from storage.rows import InvestigationRow

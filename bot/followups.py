@@ -17,7 +17,7 @@ from rca.calibration import trace_features
 from rca.errors import InputError
 from rca.evidence.toolbox import Toolbox
 from rca.explain import Answer, ChartRequest, answer, entities_of, grounding, parse_question
-from rca.model import Incident, Modality, Window
+from rca.model import Incident, Modality
 from rca.reasoners import Reasoner
 from rca.reasoners.claude import ClaudeReasoner
 from rca.replay import suggest
@@ -27,6 +27,7 @@ from rca.star.patches import RepairContext
 from rca.star.recollect import recollector
 from rca.star.repair import RepairConfig, RepairResult, RepairStep, repair
 from rca.star.verify import VerificationRun, run_tests
+from rca.telemetry import Window
 from rca.trace import Trace
 from rca.trace_json import from_json, to_json
 

@@ -19,9 +19,10 @@ from rca.changes import Change
 from rca.decision import either
 from rca.evidence import earliest_onsets
 from rca.explain import cited_evidence, readable
-from rca.model import Cost, to_iso
+from rca.model import Cost
 from rca.star.audit import Audit
 from rca.star.support import CHECKS as TELEMETRY_CHECKS
+from rca.telemetry import to_iso
 from rca.trace import Trace
 
 

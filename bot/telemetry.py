@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from rca.errors import DataError, InputError
-from rca.model import CaseId, Incident, Modality, Normal, Sources, Window
+from rca.model import CaseId, Incident, Modality, Normal, Sources
 from rca.replay import known_entities, nearest, replay_incident, suggest
 from rca.sources.datasets import find_recordings
 from rca.sources.jaeger import JaegerTraces, OtlpFiles, TraceTopology, topology_file
@@ -23,6 +23,7 @@ from rca.sources.logfiles import LogDirectory
 from rca.sources.loki import LokiLogs
 from rca.sources.memory import StaticTopology
 from rca.sources.prometheus import PrometheusMetrics, load_mapping
+from rca.telemetry import Window
 from rca.windows import parse_window
 
 log = logging.getLogger("rcabot.telemetry")

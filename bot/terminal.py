@@ -8,7 +8,7 @@ from typing import TextIO
 from bot import blockkit
 from bot.runbooks import Runbook
 from bot.verdicts import Verdict
-from rca.model import Diagnosis, Incident, to_iso
+from rca.model import Diagnosis, Incident
 from rca.search.events import (
     ActionTaken,
     Event,
@@ -20,6 +20,7 @@ from rca.search.events import (
 )
 from rca.star.audit import Audit
 from rca.star.verify import VerificationRun
+from rca.telemetry import to_iso
 
 
 def render_event(event: Event) -> str | None:

@@ -11,9 +11,10 @@ from rca.calibration import Calibration, features, shipped
 from rca.decision import tied
 from rca.errors import InputError
 from rca.explain import ChartRequest
-from rca.model import Incident, Modality, Window
+from rca.model import Incident, Modality
 from rca.star.audit import Audit
 from rca.star.repair import RepairResult
+from rca.telemetry import Window
 from rca.trace import Trace
 from storage.rows import InvestigationRow
 

@@ -22,8 +22,8 @@ from bot.queue import QUEUE, events_key
 from bot.telemetry import Telemetry, telemetry_from
 from bot.verdicts import Run
 from rca.errors import RcaError
-from rca.model import Window
 from rca.search.events import Finished, Restarted, event_to_json
+from rca.telemetry import Window
 from storage.investigations import Store
 
 log = logging.getLogger("rcabot.worker")

@@ -40,11 +40,12 @@ import aiohttp
 from lab.faults import PlannedFault, schedule
 from lab.processes import binaries, free_port, wait_ready
 from lab.shop import Shop, draw_shop
-from rca.model import Sources, Window
+from rca.model import Sources
 from rca.sources.jaeger import read_otlp
 from rca.sources.logfiles import LogDirectory
 from rca.sources.prometheus import PrometheusMetrics, load_mapping
 from rca.sources.snapshot import write_days
+from rca.telemetry import Window
 
 SCRAPE_SECONDS = 5
 HEALTHY_SHARE = 0.9  # of the entry's answers before the first fault: below it the shop is broken, not faulty

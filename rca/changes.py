@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from rca.model import to_iso
+from rca.telemetry import to_iso
 
 
 class ChangeKind(StrEnum):

@@ -14,8 +14,8 @@ from enum import StrEnum
 
 from rca.evidence import Evidence
 from rca.hypotheses import Hypothesis
-from rca.model import to_iso
 from rca.rules.timing import Elsewhere, elsewhere, reference
+from rca.telemetry import to_iso
 from rca.trace import Trace
 
 

@@ -20,7 +20,7 @@ import networkx as nx
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.traces import NO_GAPS, GapShare
 from rca.fault_model import GATES, LOG_PART, PART_OF_SIGNAL, FaultModel, scaled_fields
-from rca.model import FaultType, Modality, Window
+from rca.model import FaultType, Modality
 from rca.profiles import comovement  # noqa: F401  (re-exported: the trace and the tests weigh profiles with it)
 from rca.rules.answers import earlier_caller
 from rca.rules.background import keep_what_stands_out
@@ -44,6 +44,7 @@ from rca.rules.timing import (
 from rca.rules.unseen import counted, modality_of, unseen
 from rca.rules.victims import VictimTerms, explaining_callee, victim_share
 from rca.signals import Signal, bad_direction, is_host_metric
+from rca.telemetry import Window
 
 HypothesisId = NewType("HypothesisId", str)
 RANK_PRECISION = 3  # decimal places the ranking tells values apart at

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rca.errors import DataError, InputError
-from rca.model import CaseId, Incident, Window
+from rca.model import CaseId, Incident
 from rca.sources.protocols import WindowedTopology
+from rca.telemetry import Window
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from rca.decision import decide
 from rca.evidence import Evidence, EvidenceId, earliest_onsets
 from rca.evidence.traces import NO_GAPS, GapShare
 from rca.hypotheses import Hypothesis, HypothesisId, ScoringConfig, score_hypotheses
-from rca.model import Cost, Modality, Window
+from rca.model import Cost, Modality
+from rca.telemetry import Window
 from rca.topology import in_causal_order
 
 VERSION = "1"

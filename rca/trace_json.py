@@ -14,8 +14,9 @@ import jsonschema
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.traces import GapShare
 from rca.hypotheses import Hypothesis, HypothesisId
-from rca.model import Cost, FaultType, Modality, Window, to_iso
+from rca.model import Cost, FaultType, Modality
 from rca.signals import Signal
+from rca.telemetry import Window, to_iso
 from rca.timestamps import parse_timestamp
 from rca.trace import VERSION, Chain, DecisionReport, EvidencePackage, Link, Trace, VerificationTest
 

@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from rca.errors import InputError, WindowError
-from rca.model import Window
+from rca.telemetry import Window
 from rca.timestamps import parse_timestamp
 
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")

@@ -11,8 +11,8 @@ from pathlib import Path
 from bot.backfill import backfilled
 from bot.telemetry import embedded_data
 from lab.processes import binaries
-from rca.model import to_iso
 from rca.sources.datasets import find_cases
+from rca.telemetry import to_iso
 
 
 def main() -> int:

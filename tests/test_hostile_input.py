@@ -23,11 +23,11 @@ from bot.config import Settings
 from handlers.ids import CORRECT, FEEDBACK_VIEW, REPAIR, VERIFY, WRONG
 from handlers.requests import parse_rca_command
 from rca.errors import InputError
-from rca.model import Window
 from rca.sources.loki import LokiLogs
 from rca.sources.normalise import normalise
 from rca.sources.prometheus import matcher, services_regex
 from rca.sources.snapshot import _SAFE
+from rca.telemetry import Window
 from rca.timestamps import parse_timestamp
 from rca.windows import parse_window
 from tests.bot.slack_standin import TEAM, SlackStandIn, free_port, sign

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rca.model import Candidate, Cost, Diagnosis, Incident, Modality, Series
+from rca.model import Candidate, Cost, Diagnosis, Incident, Modality
 from rca.signals import FAULT_OF_SIGNAL, signal_of
 from rca.sources.protocols import MetricQuery
+from rca.telemetry import Series
 
 _NOISE = 10 * np.finfo(float).eps
 _MIN_NORMAL_POINTS = 3

@@ -37,9 +37,10 @@ from enum import StrEnum
 from rca.errors import InputError
 from rca.evaluation.transforms import crop, drifted, parse_drift, parse_step, reshaped
 from rca.evaluation.vocabulary import Vocabulary, parse_vocabulary
-from rca.model import Incident, IncidentCase, Modality, Sources, Window
+from rca.model import Incident, IncidentCase, Modality, Sources
 from rca.replay import with_window
 from rca.sources.protocols import MetricQuery
+from rca.telemetry import Window
 
 
 class Placement(StrEnum):

@@ -26,7 +26,7 @@ import numpy as np
 
 from rca.errors import InputError
 from rca.evaluation.vocabulary import Renamed, Vocabulary
-from rca.model import Incident, LogRecord, Normal, Series, Sources, Span, Window
+from rca.model import Incident, Normal, Sources
 from rca.signals import Signal, signal_of
 from rca.sources.protocols import (
     LogQuery,
@@ -36,6 +36,7 @@ from rca.sources.protocols import (
     SpanQuery,
     TraceSource,
 )
+from rca.telemetry import LogRecord, Series, Span, Window
 
 
 def _clip(window: Window, since: float) -> Window | None:

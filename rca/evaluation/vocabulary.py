@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from rca.errors import InputError
-from rca.model import Series
 from rca.signals import Signal, bad_direction, signal_of, words
 from rca.sources.protocols import MetricQuery, MetricSource
+from rca.telemetry import Series
 
 
 class Vocabulary(StrEnum):

@@ -24,9 +24,10 @@ from rca.evidence.logs import (
 )
 from rca.evidence.paths import CutPath, cut_paths
 from rca.evidence.reading import READ_TIMEOUT, Reader, ToolResult, memoised
-from rca.model import Incident, LineCounts, LogRecord, Modality
+from rca.model import Incident, Modality
 from rca.signals import Signal
 from rca.sources.protocols import LineCountSource, LogQuery, LogSource, ServiceListSource, is_error
+from rca.telemetry import LineCounts, LogRecord
 
 LOG_MIN_Z = 3.0
 MAX_CUTS = 2  # code paths cut short, per service

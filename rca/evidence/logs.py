@@ -13,8 +13,8 @@ from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
 from rca.evidence.runs import ONSET_Z
-from rca.model import LineCounts, LogRecord, Severity
 from rca.sources.protocols import is_error
+from rca.telemetry import LineCounts, LogRecord, Severity
 from rca.topology import ONSET_TOLERANCE
 
 _MASKS = (

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rca.evidence.runs import ONSET_Z, place
-from rca.model import Series
 from rca.signals import Signal, signal_of
+from rca.telemetry import Series
 
 # A deviation within this share of the median is treated as measurement noise. A level that
 # a fault moves by a large share (memory held) gets a wider floor: a flat series drifting by a

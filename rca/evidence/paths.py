@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rca.evidence.logs import ONSET_BIN_SECONDS, MinedLog, anomalous_run, run_interval
-from rca.model import Span, SpanTable, Window
+from rca.telemetry import Span, SpanTable, Window
 
 # A code path: two marks a service leaves in the same trace (two of its templates, or its span
 # of an operation and any line of its own); in the normal period the second follows the first

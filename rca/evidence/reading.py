@@ -18,8 +18,9 @@ import numpy as np
 
 from rca.errors import DataError
 from rca.evidence import Evidence, EvidenceId
-from rca.model import Incident, Modality, Series, Span, SpanTable, to_iso
+from rca.model import Incident, Modality
 from rca.sources.protocols import SpanQuery
+from rca.telemetry import Series, Span, SpanTable, to_iso
 
 T = TypeVar("T")
 R = TypeVar("R", bound="Reader")

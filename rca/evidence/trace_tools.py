@@ -12,9 +12,10 @@ from typing import Any
 from rca.evidence import Evidence, EvidenceKind
 from rca.evidence.reading import Reader, ToolResult, memoised
 from rca.evidence.traces import NO_GAPS, GapShare, LatencyShift, latency_shifts, timings
-from rca.model import Incident, Modality, Span, SpanTable
+from rca.model import Incident, Modality
 from rca.signals import Signal
 from rca.sources.protocols import SpanQuery
+from rca.telemetry import Span, SpanTable
 
 TRACE_MIN_Z = 3.0
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rca.evidence.runs import Placed, place
-from rca.model import Span, SpanTable
+from rca.telemetry import Span, SpanTable
 
 MIN_SAMPLES = 3
 

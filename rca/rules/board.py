@@ -9,7 +9,8 @@ import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId
 from rca.evidence.traces import NO_GAPS, GapShare
-from rca.model import FaultType, Window
+from rca.model import FaultType
+from rca.telemetry import Window
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rca.evidence import Evidence
-from rca.model import Modality, Window
+from rca.model import Modality
 from rca.profiles import profile_step
 from rca.signals import bad_direction
+from rca.telemetry import Window
 from rca.topology import ONSET_TOLERANCE
 
 ASKED_LATE = "asked-late"  # the ablation switch of the symptom's degradation under way when the window opened

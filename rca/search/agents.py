@@ -18,13 +18,13 @@ from rca.evidence import Evidence, EvidenceId, earliest_onsets
 from rca.evidence.reading import ToolResult
 from rca.evidence.toolbox import Toolbox
 from rca.hypotheses import Hypothesis, score_hypotheses
-from rca.model import Window
 from rca.reasoners import Reasoner
 from rca.search.actions import MAIN_TOOL, Action, AgentKind, Tool
 from rca.search.config import SearchConfig
 from rca.search.events import ActionTaken, Event, EvidenceFound, HypothesesRanked, IterationStarted
 from rca.search.state import DiagnosticState, Step
 from rca.search.tree import Node, Reflection, backpropagate, best_node, select, uct
+from rca.telemetry import Window
 from rca.topology import neighbours
 
 

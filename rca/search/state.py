@@ -8,9 +8,9 @@ import networkx as nx
 
 from rca.evidence import Evidence
 from rca.hypotheses import Hypothesis
-from rca.model import Window
 from rca.search.actions import Action, AgentKind, Tool
 from rca.search.tree import Reflection
+from rca.telemetry import Window
 
 
 @dataclass(frozen=True, slots=True)

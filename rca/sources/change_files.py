@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rca.changes import Change, ChangeKind
 from rca.errors import InputError
-from rca.model import Window
+from rca.telemetry import Window
 from rca.timestamps import parse_timestamp
 
 CHANGES_FILE = "changes.jsonl"

@@ -14,11 +14,11 @@ import networkx as nx
 import yaml
 
 from rca.errors import DataError, MalformedFile
-from rca.model import Span, SpanStatus, SpanTable, Window
 from rca.sources import http
 from rca.sources.files import signature
 from rca.sources.memory import InMemoryTraces, topology_from_spans
 from rca.sources.protocols import SpanQuery
+from rca.telemetry import Span, SpanStatus, SpanTable, Window
 
 TRACES_PER_SERVICE = 1500  # Jaeger's search limit per service and window
 

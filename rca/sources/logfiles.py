@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from rca.errors import DataError
-from rca.model import LogRecord
 from rca.sources.files import signature
 from rca.sources.normalise import normalise
 from rca.sources.protocols import LogQuery
+from rca.telemetry import LogRecord
 
 log = logging.getLogger("rcabot.sources")
 _SUFFIXES = re.compile(r"(\.(log|jsonl|json|txt|out))?(\.\d+)?(\.gz)?$")

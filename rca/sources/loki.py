@@ -12,11 +12,11 @@ from typing import Any
 import aiohttp
 
 from rca.errors import DataError, InputError
-from rca.model import LineCounts, LogRecord, Window
 from rca.sources import http
 from rca.sources.normalise import normalise
 from rca.sources.prometheus import escape_value, services_regex
 from rca.sources.protocols import ERROR_LINE_PATTERN, LogQuery
+from rca.telemetry import LineCounts, LogRecord, Window
 
 _LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PAGE = 5000  # lines per request (Loki's default max_entries_limit_per_query)

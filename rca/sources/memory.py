@@ -8,8 +8,8 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from rca.model import LogRecord, Series, Span, SpanTable
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
+from rca.telemetry import LogRecord, Series, Span, SpanTable
 
 
 class InMemoryMetrics:

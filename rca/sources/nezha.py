@@ -18,18 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rca.errors import InputError, MalformedFile
-from rca.model import (
-    BrokenCase,
-    CaseId,
-    Incident,
-    IncidentCase,
-    Label,
-    Modality,
-    Normal,
-    Sources,
-    Window,
-    fault_type_from_text,
-)
+from rca.model import BrokenCase, CaseId, Incident, IncidentCase, Label, Modality, Normal, Sources, fault_type_from_text
 from rca.sources.files import service_of_pod
 from rca.sources.nezha_folder import (
     DAY,
@@ -39,6 +28,7 @@ from rca.sources.nezha_folder import (
     FolderTopology,
     FolderTraces,
 )
+from rca.telemetry import Window
 from rca.timestamps import parse_timestamp
 
 NORMAL_LOOKBACK_SECONDS = 3600.0

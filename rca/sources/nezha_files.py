@@ -15,14 +15,8 @@ import numpy as np
 import pandas as pd
 
 from rca.errors import InputError, MalformedFile
-from rca.model import (
-    LogRecord,
-    Series,
-    Severity,
-    SpanStatus,
-    SpanTable,
-)
 from rca.sources.files import read_csv, service_of_pod
+from rca.telemetry import LogRecord, Series, Severity, SpanStatus, SpanTable
 from rca.timestamps import parse_timestamp
 
 log = logging.getLogger(__name__)

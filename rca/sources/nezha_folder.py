@@ -20,16 +20,11 @@ import numpy as np
 import pandas as pd
 
 from rca.errors import MalformedFile
-from rca.model import (
-    LogRecord,
-    Series,
-    SpanTable,
-    Window,
-)
 from rca.sources.files import csv_files
 from rca.sources.memory import InMemoryLogs, InMemoryMetrics, InMemoryTraces, topology_from_spans
 from rca.sources.nezha_files import read_logs, read_metrics, read_spans
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
+from rca.telemetry import LogRecord, Series, SpanTable, Window
 from rca.topology import KPI
 
 log = logging.getLogger(__name__)

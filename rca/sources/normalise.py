@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rca.errors import InputError
-from rca.model import LogRecord, Severity
+from rca.telemetry import LogRecord, Severity
 from rca.timestamps import parse_timestamp
 
 _WORDS: dict[str, Severity] = {

@@ -18,21 +18,10 @@ import numpy as np
 import pandas as pd
 
 from rca.errors import InputError, MalformedFile
-from rca.model import (
-    BrokenCase,
-    CaseId,
-    Incident,
-    IncidentCase,
-    Label,
-    Modality,
-    Normal,
-    Series,
-    Sources,
-    Window,
-    fault_type_from_text,
-)
+from rca.model import BrokenCase, CaseId, Incident, IncidentCase, Label, Modality, Normal, Sources, fault_type_from_text
 from rca.sources.files import read_csv
 from rca.sources.memory import InMemoryMetrics, StaticTopology
+from rca.telemetry import Series, Window
 from rca.timestamps import parse_timestamp
 
 _HEADER_ROWS = 4

@@ -29,9 +29,9 @@ import numpy as np
 import yaml
 
 from rca.errors import DataError, MalformedFile
-from rca.model import Series
 from rca.sources import http
 from rca.sources.protocols import MetricQuery
+from rca.telemetry import Series
 from rca.windows import parse_duration
 
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")

@@ -20,8 +20,8 @@ from typing import Any
 
 from rca.changes import Change, ChangeKind
 from rca.errors import DataError
-from rca.model import Window
 from rca.sources import http
+from rca.telemetry import Window
 
 LOOK_BACK = 3600.0  # the hour before the window: a change there may have started what it shows
 

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import networkx as nx
 
-from rca.model import LineCounts, LogRecord, Series, Severity, Span, Window
+from rca.telemetry import LineCounts, LogRecord, Series, Severity, Span, Window
 
 # A line reports a failure by its level (WARNING and above) or by these words: what the engine
 # counts as an error line, and what a log backend that counts lines filters them with.

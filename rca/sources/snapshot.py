@@ -23,10 +23,11 @@ from typing import Any
 import pandas as pd
 
 from rca.errors import InputError, MalformedFile
-from rca.model import Incident, LogRecord, Series, Sources, Span, SpanStatus, Window, to_iso
+from rca.model import Incident, Sources
 from rca.sources.files import service_of_pod
 from rca.sources.nezha import NORMAL_LOOKBACK_SECONDS, recording
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
+from rca.telemetry import LogRecord, Series, Span, SpanStatus, Window, to_iso
 from rca.timestamps import parse_timestamp
 
 MANIFEST = "rcabot-snapshot.json"

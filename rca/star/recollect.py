@@ -8,8 +8,9 @@ from dataclasses import replace
 
 from rca.evidence import Evidence, EvidenceId
 from rca.evidence.toolbox import Toolbox
-from rca.model import Incident, Window
+from rca.model import Incident
 from rca.replay import with_window
+from rca.telemetry import Window
 from rca.trace import Trace
 
 

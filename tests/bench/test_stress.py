@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from bench.stress import Stressed, robust_scale
-from rca.model import Series, Window
 from rca.sources.memory import InMemoryMetrics
 from rca.sources.protocols import MetricQuery
+from rca.telemetry import Series, Window
 
 T = np.arange(0.0, 600.0, 60.0)
 

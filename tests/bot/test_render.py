@@ -13,9 +13,9 @@ from bot.runbooks import load_runbooks
 from bot.verdicts import Verdict
 from handlers.ids import REPAIR, VERIFY
 from rca.errors import InputError
-from rca.model import Window
 from rca.star.audit import audit
 from rca.star.criteria import AuditContext
+from rca.telemetry import Window
 from rca.trace_json import from_json
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,9 +17,10 @@ import pytest
 from lab.faults import PlannedFault
 from lab.record import record_shop, running
 from lab.shop import draw_shop
-from rca.model import FaultType, Incident, Window
+from rca.model import FaultType, Incident
 from rca.sources.datasets import find_cases
 from rca.sources.protocols import MetricQuery
+from rca.telemetry import Window
 from tests.conftest import monitoring
 
 

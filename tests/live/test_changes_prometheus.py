@@ -16,8 +16,8 @@ from bot.telemetry import ReplayTelemetry
 from lab.processes import binaries
 from rca.changes import Change, ChangeKind
 from rca.errors import DataError
-from rca.model import Window
 from rca.sources.prometheus_changes import PrometheusChanges
+from rca.telemetry import Window
 from storage.changes import ChangeStore
 
 T0 = 1_796_371_200.0  # 2026-12-04T08:00:00Z

@@ -14,12 +14,12 @@ from bot.backfill import backfilled
 from bot.telemetry import LiveConfig, telemetry_from
 from lab.processes import binaries
 from rca.engines import build_engine
-from rca.model import Window
 from rca.sources.datasets import find_cases
 from rca.sources.prometheus import PrometheusMetrics, load_mapping
 from rca.sources.protocols import MetricQuery
 from rca.star.audit import audit
 from rca.star.criteria import AuditContext
+from rca.telemetry import Window
 from rca.timestamps import parse_timestamp
 from rca.trace_json import from_json
 

@@ -29,9 +29,10 @@ from rca.engines import build_engine
 from rca.evaluation.protocols import realistic_window
 from rca.evidence.toolbox import Toolbox
 from rca.hypotheses import score_hypotheses
-from rca.model import FaultType, Incident, IncidentCase, Sources, Window
+from rca.model import FaultType, Incident, IncidentCase, Sources
 from rca.replay import with_window
 from rca.sources.datasets import find_cases
+from rca.telemetry import Window
 
 DAYS = 9
 SHIFT = DAYS * 86400.0
@@ -284,7 +285,7 @@ def test_a_petshop_window_moved_by_a_sample_names_the_same_culprit(petshop_slice
 _TIED_TEMPLATES = """
 import sys
 from rca.evidence.logs import MinedLog, template_shifts
-from rca.model import LogRecord, Severity
+from rca.telemetry import LogRecord, Severity
 
 def line(t, entity, tid):
     return MinedLog(LogRecord(t, entity, Severity.ERROR, tid), tid, tid)

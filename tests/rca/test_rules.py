@@ -6,10 +6,11 @@ import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.hypotheses import Hypothesis, ScoringConfig, score_hypotheses
-from rca.model import Modality, Window
+from rca.model import Modality
 from rca.rules.background import keep_what_stands_out
 from rca.rules.timing import ASKED_LATE
 from rca.signals import Signal
+from rca.telemetry import Window
 from rca.topology import KPI
 
 

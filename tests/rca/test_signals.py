@@ -96,7 +96,8 @@ def test_a_name_it_does_not_know_is_still_scored_as_an_anomaly_of_its_entity() -
 
     from rca.evidence import Evidence, EvidenceId, EvidenceKind
     from rca.hypotheses import score_hypotheses
-    from rca.model import FaultType, Modality, Window
+    from rca.model import FaultType, Modality
+    from rca.telemetry import Window
 
     assert signal_of("frobnication_index") is Signal.OTHER
     graph = nx.DiGraph([("front", "a"), ("front", "b")] + [("front", f"q{k}") for k in range(6)])

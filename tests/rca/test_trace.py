@@ -8,8 +8,9 @@ import networkx as nx
 
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.hypotheses import Hypothesis, HypothesisId
-from rca.model import FaultType, Modality, Window
+from rca.model import FaultType, Modality
 from rca.signals import Signal
+from rca.telemetry import Window
 from rca.trace import EvidencePackage, Trace, analysis_structure, decision_report, replay
 from rca.trace_json import schema
 

@@ -3,8 +3,9 @@ import asyncio
 import numpy as np
 
 from rca.engines.baro import BaroEngine, robust_score
-from rca.model import CaseId, FaultType, Incident, Modality, Normal, Series, Sources, Window
+from rca.model import CaseId, FaultType, Incident, Modality, Normal, Sources
 from rca.sources.memory import InMemoryMetrics
+from rca.telemetry import Series, Window
 
 T0 = 1_700_000_000.0
 

@@ -5,9 +5,9 @@ import asyncio
 from rca.engines import build_engine
 from rca.evidence.toolbox import Toolbox
 from rca.hypotheses import score_hypotheses
-from rca.model import SpanTable
 from rca.sources.datasets import find_cases
 from rca.sources.protocols import LogQuery
+from rca.telemetry import SpanTable
 from tests.conftest import NEZHA_SLICE
 
 

@@ -132,8 +132,9 @@ def test_another_equally_short_path_is_a_harmless_rewrite() -> None:
     from rca.evaluation.reasoning_errors import other_shortest_path
     from rca.evidence import Evidence, EvidenceId, EvidenceKind
     from rca.hypotheses import Hypothesis, HypothesisId
-    from rca.model import FaultType, Modality, Window
+    from rca.model import FaultType, Modality
     from rca.signals import Signal
+    from rca.telemetry import Window
     from rca.trace import EvidencePackage, analysis_structure, decision_report
 
     graph = nx.DiGraph([("front", "a"), ("front", "b"), ("a", "db"), ("b", "db")])

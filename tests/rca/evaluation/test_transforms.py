@@ -14,11 +14,12 @@ from rca.errors import InputError
 from rca.evaluation.protocols import LATE_LENGTH, LATE_SECONDS, Placement, Protocol, parse_protocol
 from rca.evaluation.transforms import Fleet, Resampled, crop, resample
 from rca.evaluation.vocabulary import Renamed, Vocabulary, renamed
-from rca.model import Modality, Series, Window
+from rca.model import Modality
 from rca.signals import bad_direction, signal_of
 from rca.sources.datasets import find_cases
 from rca.sources.memory import InMemoryMetrics
 from rca.sources.protocols import LogQuery, MetricQuery
+from rca.telemetry import Series, Window
 
 NEZHA_NAMES = (
     "CpuUsage(m)",

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 from rca.evidence.toolbox import Toolbox
-from rca.model import Window
 from rca.replay import with_window
 from rca.sources.datasets import find_cases
+from rca.telemetry import Window
 
 
 def test_a_window_far_larger_than_the_recording_says_what_it_covers(nezha_slice: Path) -> None:

@@ -19,10 +19,11 @@ from rca.evidence.paths import cut_paths
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import GapShare, timings
 from rca.hypotheses import ScoringConfig, score_hypotheses
-from rca.model import FaultType, LogRecord, Modality, Series, Severity, Span, Window
+from rca.model import FaultType, Modality
 from rca.signals import Signal
 from rca.sources.datasets import find_cases
 from rca.sources.protocols import LogQuery
+from rca.telemetry import LogRecord, Series, Severity, Span, Window
 from rca.timestamps import parse_timestamp
 
 INJECT = parse_timestamp("2023-01-29T13:31:54Z")

@@ -11,8 +11,9 @@ import numpy as np
 from rca.evaluation.protocols import Placement, Protocol
 from rca.evidence.metrics import metric_shifts, unmatched
 from rca.evidence.toolbox import Toolbox
-from rca.model import Modality, Series
+from rca.model import Modality
 from rca.sources.datasets import find_cases
+from rca.telemetry import Series
 
 T = np.arange(0.0, 1200.0, 60.0)
 

@@ -5,13 +5,14 @@ import networkx as nx
 
 from rca.engines import build_engine
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.model import Modality, Window
+from rca.model import Modality
 from rca.reasoners.offline import OfflineReasoner
 from rca.search.actions import Action, AgentKind, Tool
 from rca.search.events import ActionTaken
 from rca.search.state import DiagnosticState
 from rca.signals import Signal
 from rca.sources.datasets import find_cases
+from rca.telemetry import Window
 
 
 def _state(evidence: tuple[Evidence, ...]) -> DiagnosticState:

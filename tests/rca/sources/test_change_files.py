@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rca.changes import Change, ChangeKind, write_changes
-from rca.model import Window
 from rca.sources.change_files import CHANGES_FILE, FileChanges, read_changes
+from rca.telemetry import Window
 
 T = 1_796_374_800.0
 

@@ -19,12 +19,13 @@ from bot.telemetry import LiveConfig, telemetry_from
 from rca.engines import build_engine
 from rca.errors import InputError
 from rca.evidence.toolbox import Toolbox
-from rca.model import CaseId, Incident, Modality, Normal, Severity, Sources, Window
+from rca.model import CaseId, Incident, Modality, Normal, Sources
 from rca.sources.jaeger import JaegerTraces, OtlpFiles, read_otlp, topology_file
 from rca.sources.logfiles import LogDirectory
 from rca.sources.loki import LokiLogs
 from rca.sources.memory import StaticTopology
 from rca.sources.protocols import LogQuery, SpanQuery
+from rca.telemetry import Severity, Window
 from rca.timestamps import parse_timestamp
 from tests.bot.slack_standin import free_port
 

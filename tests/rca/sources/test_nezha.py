@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from rca.errors import MalformedFile
-from rca.model import FaultType, Modality, Severity
+from rca.model import FaultType, Modality
 from rca.signals import Signal, signal_of
 from rca.sources.datasets import find_cases
 from rca.sources.files import service_of_pod
 from rca.sources.nezha import load_nezha
 from rca.sources.nezha_files import parse_log_line, read_logs, read_metrics, read_spans
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
+from rca.telemetry import Severity
 from rca.timestamps import parse_timestamp
 from rca.topology import is_kpi
 
@@ -289,8 +290,8 @@ def test_a_misrecorded_sample_time_is_set_right_or_left_out_and_said(nezha_slice
 def test_a_window_without_minute_files_gives_each_kind_its_own_empty_answer(nezha_slice: Path) -> None:
     """Logs and spans of a window no minute file touches are both empty, each of its own kind:
     the one read first must not answer for the other (a late window on a day with gaps)."""
-    from rca.model import Window
     from rca.replay import with_window
+    from rca.telemetry import Window
 
     (case,) = find_cases(nezha_slice)
     far = Window(INJECT + 6 * 3600, INJECT + 6 * 3600 + 300)

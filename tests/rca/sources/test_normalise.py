@@ -2,8 +2,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from rca.model import Severity
 from rca.sources.normalise import join_lines, normalise, severity_of
+from rca.telemetry import Severity
 from rca.timestamps import parse_timestamp
 
 T = datetime(2024, 1, 5, 10, 11, 12, tzinfo=UTC).timestamp()

@@ -60,9 +60,10 @@ def test_snapshot_refusals(tmp_path: Path, nezha_slice: Path) -> None:
 
 
 def test_a_recording_across_midnight_keeps_each_days_logs_and_spans(tmp_path: Path) -> None:
-    from rca.model import LogRecord, Severity, Sources, Span, Window
+    from rca.model import Sources
     from rca.sources.memory import InMemoryLogs, InMemoryTraces
     from rca.sources.snapshot import write_days
+    from rca.telemetry import LogRecord, Severity, Span, Window
 
     midnight = parse_timestamp("2026-12-04T00:00:00Z")
     times = [midnight - 90, midnight - 30, midnight + 30, midnight + 90]

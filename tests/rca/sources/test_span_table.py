@@ -6,9 +6,9 @@ import asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rca.model import Span, SpanStatus, SpanTable, Window
 from rca.sources.memory import InMemoryTraces, topology_from_spans
 from rca.sources.protocols import SpanQuery
+from rca.telemetry import Span, SpanStatus, SpanTable, Window
 
 SERVICES = ("api", "orders", "db", "cache")
 

@@ -12,12 +12,13 @@ from bot.cli import main
 from rca.engines import build_engine
 from rca.errors import MalformedFile
 from rca.evidence import EvidenceId
-from rca.model import FaultType, Modality, Window
+from rca.model import FaultType, Modality
 from rca.replay import known_entities
 from rca.sources.datasets import find_cases
 from rca.star.audit import Route, StarConfig, audit, route
 from rca.star.context import audit_context
 from rca.star.criteria import AuditContext, leading
+from rca.telemetry import Window
 from rca.trace import Chain, Link, Trace, VerificationTest
 from rca.trace_json import from_json, to_json
 

@@ -10,9 +10,10 @@ from bot.cli import main
 from rca.evidence import EvidenceId
 from rca.evidence.toolbox import Toolbox
 from rca.hypotheses import Hypothesis, HypothesisId
-from rca.model import CaseId, Cost, FaultType, Incident, Modality, Normal, Series, Sources, Window
+from rca.model import CaseId, Cost, FaultType, Incident, Modality, Normal, Sources
 from rca.sources.memory import InMemoryMetrics, StaticTopology
 from rca.star.verify import run_tests
+from rca.telemetry import Series, Window
 from rca.trace import DecisionReport, EvidencePackage, Trace, VerificationTest
 
 T0 = 1_700_000_000.0
