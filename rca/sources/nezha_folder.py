@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -82,8 +82,16 @@ def _merge_spans(parts: Sequence[SpanTable]) -> SpanTable:
 MINUTE_FILE_REACH = 180.0
 
 
+# Windows of one kind kept made (merged records, span indexes, call graphs): an investigation,
+# its audit and every engine of an evaluation read at most two windows of a kind (the window and
+# its look-back), so four keep the case at hand and one more running beside it; what a case
+# made is not read again by the next (each has its own window), so more only holds memory.
+KEPT_WINDOWS = 4
+
+
 class Folder:
-    """One `<day>` folder: metric files read once, minute files read on demand, all cached."""
+    """One `<day>` folder: metric files read once, minute files read on demand. What the last
+    few windows made is kept (KEPT_WINDOWS of each kind), and the minute files they hold."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -92,10 +100,10 @@ class Folder:
         self._metrics: list[Series] | None = None
         self._kpi: set[str] = set()
         self._skipped: list[str] = []  # metric-folder files that hold no series, or misrecorded times, and why
-        self._minutes: dict[Path, object] = {}  # a file's log lines or spans
+        self._minutes: dict[Path, object] = {}  # a file's log lines or spans, while a kept window holds it
         # what the same files read together give, computed once: merged records, span
-        # indexes, call graphs (keyed by what it is and the files)
-        self._kept: dict[tuple[str, str, tuple[Path, ...]], object] = {}
+        # indexes, call graphs (keyed by what it is and the files), the least recent first
+        self._kept: OrderedDict[tuple[str, str, tuple[Path, ...]], object] = OrderedDict()
 
     def has(self, kind: str) -> bool:
         return bool(csv_files(self.path / kind))
@@ -184,11 +192,32 @@ class Folder:
         key = (what, kind, files)  # no files of either kind would otherwise share a key
         with self._lock:
             found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
         if found is None:
             found = make(files)
             with self._lock:
                 self._kept[key] = found
+                self._evict(what, kind)
         return cast(R, found)
+
+    def _evict(self, what: str, kind: str) -> None:
+        """Forget the least recent of more than KEPT_WINDOWS windows of (what, kind), and the
+        minute files no kept window holds any longer (called with the lock held)."""
+        same = [k for k in self._kept if k[0] == what and k[1] == kind]
+        if len(same) <= KEPT_WINDOWS:
+            return
+        for k in same[: len(same) - KEPT_WINDOWS]:
+            del self._kept[k]
+        held = {f for k in self._kept for f in k[2]}
+        for f in [f for f in self._minutes if f not in held]:
+            del self._minutes[f]
+
+    def holding(self) -> dict[str, int]:
+        """What the caches hold: windows kept by what and kind, and minute files."""
+        with self._lock:
+            held = Counter(f"{what} {kind}" for what, kind, _ in self._kept)
+            return {**held, "minute files": len(self._minutes)}
 
     def nearest(self, kind: str, window: Window) -> Window | None:
         """The time of the kind's minute file nearest to the window, from the files' names."""

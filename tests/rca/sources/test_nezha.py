@@ -14,8 +14,9 @@ from rca.sources.datasets import find_cases
 from rca.sources.files import service_of_pod
 from rca.sources.nezha import load_nezha
 from rca.sources.nezha_files import parse_log_line, read_logs, read_metrics, read_spans
+from rca.sources.nezha_folder import KEPT_WINDOWS, Folder
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
-from rca.telemetry import Severity
+from rca.telemetry import Severity, Window
 from rca.timestamps import parse_timestamp
 from rca.topology import is_kpi
 
@@ -303,3 +304,26 @@ def test_a_window_without_minute_files_gives_each_kind_its_own_empty_answer(nezh
     topology = with_window(case.incident, far).sources.topology  # the call graph of those minutes' spans
     assert topology is not None
     asyncio.run(topology.topology())
+
+
+def test_a_day_folder_keeps_a_few_windows_and_reads_the_same_after_forgetting(nezha_slice: Path) -> None:
+    """Bounded caches: reading more windows than it keeps, a folder holds at most KEPT_WINDOWS
+    of each kind and only the minute files they hold, and a window read again after it was
+    forgotten gives what a fresh folder gives."""
+    day = nezha_slice / "rca_data" / "2023-01-29"
+    start = parse_timestamp("2023-01-29T13:31:00Z")
+    # windows whose minute files (each reaches MINUTE_FILE_REACH past its end) differ: six keys
+    windows = [
+        Window(start + a, start + b)
+        for a, b in [(-300, -250), (-200, -150), (-150, -110), (5, 20), (65, 80), (125, 140)]
+    ]
+    folder = Folder(day)
+    for w in windows:
+        folder.logs(w)
+        folder.span_index(w)
+    held = folder.holding()
+    assert held["records log"] <= KEPT_WINDOWS and held["index trace"] <= KEPT_WINDOWS
+    assert held["records log"] + held["records trace"] < 2 * len(windows)  # some were forgotten
+    for w in windows:
+        assert folder.logs(w) == Folder(day).logs(w)
+        assert folder.spans(w).span_id.tolist() == Folder(day).spans(w).span_id.tolist()
