@@ -93,9 +93,11 @@ def verdict(
     path = _chain(t, tz, v.window.end)
     if path:
         blocks.append(section(f"*Path to the symptom*\n{path}"))
+    # the lead itself changed: its rollback is said beside the change, not among the checks
+    rollback = runbook.rollback if runbook is not None and any(c.service == service for c in changes) else ""
     if changes or other_changes:
-        blocks.append(section(f"*What changed*\n{_changed(t, changes, other_changes, tz, v.window.end)}"))
-    blocks.append(section(f"*Next*\n{_next(t, runbook)}"))
+        blocks.append(section(f"*What changed*\n{_changed(t, changes, other_changes, tz, v.window.end, rollback)}"))
+    blocks.append(section(f"*Next*\n{_next(t, runbook, rollback_said=bool(rollback))}"))
     blocks.append(context(_audit_line(v.audit, unsure=not v.likely)))
     if v.calibrated.marks:
         blocks.append(context(learnt(v)))
@@ -137,9 +139,10 @@ def _why(t: Trace, tz: str = "UTC", near: float | None = None) -> str:
     return "\n".join(lines) or "• no single finding stands out; see the evidence with `evidence` in the thread"
 
 
-def _changed(t: Trace, changes: Sequence[Change], others: int, tz: str, near: float) -> str:
+def _changed(t: Trace, changes: Sequence[Change], others: int, tz: str, near: float, rollback: str = "") -> str:
     """The suspects' recorded changes, each placed against the lead suspect's onset where it
-    has one; how many other services changed then."""
+    has one; the team's way to roll the lead back, where it changed and has one; how many other
+    services changed then."""
     lead = t.decision.ranking[0][0] if t.decision.ranking else ""
     onset = earliest_onsets(t.evidence_package.evidence).get(lead)
     lines = []
@@ -151,6 +154,8 @@ def _changed(t: Trace, changes: Sequence[Change], others: int, tz: str, near: fl
             when = f"Changed {minutes} min {'before' if c.time <= onset else 'after'} {plain(lead)}'s onset"
         link = f" <{url}|link>" if (url := web_link(c.link)) else ""
         lines.append(f"• {when}: {plain(c.describe())}{link}")
+    if rollback:
+        lines.append(_rollback(rollback))
     if others:
         lines.append(f"_{others} other service(s) changed then: `/rca changes` lists them._")
     return "\n".join(lines)
@@ -177,8 +182,14 @@ def _chain(t: Trace, tz: str = "UTC", near: float | None = None) -> str:
     return " ".join(parts) + "\n_→ telemetry shows the effect in order · ⋯ on the call path, not shown by the data_"
 
 
-def _next(t: Trace, runbook: Runbook | None) -> str:
-    """The checks that would tell the leading causes apart, in words, and the team's own runbook."""
+def _rollback(command: str) -> str:
+    shown = plain(command).replace("`", "'")
+    return f"• Roll back: `{shown}`"
+
+
+def _next(t: Trace, runbook: Runbook | None, *, rollback_said: bool = False) -> str:
+    """The checks that would tell the leading causes apart, in words, and the team's own runbook
+    (its rollback unless the lead's change already said it)."""
     names = {h.id: h.service for h in t.hypotheses}
     lines = []
     for test in t.decision.tests[:3]:
@@ -190,9 +201,8 @@ def _next(t: Trace, runbook: Runbook | None) -> str:
         links = [f"<{u}|{label}>" for u, label in ((runbook.dashboard, "dashboard"), (runbook.runbook, "runbook")) if u]
         if links:
             lines.append("• " + " · ".join(links))
-        if runbook.rollback:
-            rollback = plain(runbook.rollback).replace("`", "'")
-            lines.append(f"• Roll back: `{rollback}`")
+        if runbook.rollback and not rollback_said:
+            lines.append(_rollback(runbook.rollback))
     if not lines:
         lines.append("• Press *Run checks* to query the signals that separate the candidates")
     return "\n".join(lines)

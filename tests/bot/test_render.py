@@ -12,6 +12,7 @@ from bot import blockkit, render, replies
 from bot.runbooks import load_runbooks
 from bot.verdicts import Verdict
 from handlers.ids import REPAIR, VERIFY
+from rca.changes import Change, ChangeKind
 from rca.errors import InputError
 from rca.star.audit import audit
 from rca.star.criteria import AuditContext
@@ -229,3 +230,24 @@ def test_run_checks_ends_with_a_conclusion_even_when_every_candidate_passes_its_
     none = replies.conclusion(VerificationRun((check(0, "normal"), check(1, "normal")), hyps, hyps))
     assert "none of them is confirmed" in none
     assert "no check could run" in replies.conclusion(VerificationRun((), hyps, hyps))
+
+
+def test_where_the_lead_changed_its_rollback_is_said_beside_the_change_once(tmp_path: Path) -> None:
+    trace = demo_trace()
+    verdict = Verdict("inv-1", "Frontend", Window(0, 600), trace, audit(trace, AuditContext(nx.DiGraph())))
+    lead, other = trace.decision.ranking[0][0], trace.decision.ranking[1][0]
+    book = tmp_path / "runbooks.yaml"
+    book.write_text(f"{lead}:\n  rollback: kubectl rollout undo deploy/`x`\n")
+    runbook = load_runbooks(book).of(lead)
+
+    def sections(changed: str) -> dict[str, str]:
+        change = Change(changed, ChangeKind.DEPLOY, 300.0, "1.4.2", "1.4.3")
+        _, blocks = render.verdict(verdict, runbook=runbook, changes=[change])
+        texts = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+        return {t.split("*")[1]: t for t in texts if t.startswith("*")}
+
+    lead_changed = sections(lead)
+    assert "Roll back: `kubectl rollout undo deploy/'x'`" in lead_changed["What changed"]
+    assert "Roll back" not in lead_changed["Next"]
+    other_changed = sections(other)  # another suspect's change: the lead's rollback stays a next step
+    assert "Roll back" not in other_changed["What changed"] and "Roll back" in other_changed["Next"]
