@@ -1,7 +1,8 @@
 """How much memory an investigation and an evaluation hold, per development set.
 
 For each folder given, two figures as a whole process (the peak resident set the kernel
-reports for the child, `getrusage`'s ru_maxrss): `rcabot eval` of every case with the engines
+reports for the child, `getrusage`'s ru_maxrss, started by a small interpreter so that it does
+not count this process's pages; about 10 MiB of that interpreter's may show in it): `rcabot eval` of every case with the engines
 asked, and of its first case alone (one investigation with data loading). Then, in this
 process under `tracemalloc`, the peak of Python allocations while each of the first `--cases`
 cases is investigated, after the cases before it ran in the same process (what a long-lived
@@ -17,11 +18,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -32,15 +31,26 @@ from rca.sources.datasets import find_cases
 MIB = 2**20
 
 
+# A child's peak resident set counts the pages of the process it was forked from (the kernel
+# keeps the high-water mark across exec), so the command is started by a small interpreter
+# that reports what its own child peaked at.
+_SHIM = (
+    "import os, sys, time\n"
+    "started = time.perf_counter()\n"
+    "pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ, file_actions=["
+    "(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0), (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, time.perf_counter() - started)\n"
+)
+
+
 def whole_process(command: list[str]) -> tuple[float, float]:
-    """Peak resident MiB and wall seconds of a command run as a child (its output dropped)."""
-    started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"failed ({os.waitstatus_to_exitcode(status)}): {' '.join(command)}")
-    return usage.ru_maxrss * 1024 / MIB, seconds  # Linux reports kilobytes
+    """Peak resident MiB and wall seconds of a command run as a whole process (its output dropped)."""
+    out = subprocess.run([sys.executable, "-c", _SHIM, *command], capture_output=True, text=True, check=True)
+    code, kilobytes, seconds = out.stdout.split()
+    if int(code) != 0:
+        raise SystemExit(f"failed ({code}): {' '.join(command)}")
+    return int(kilobytes) * 1024 / MIB, float(seconds)  # Linux reports kilobytes
 
 
 def traced(path: str, engines: list[str], cases: int) -> tuple[list[float], float]:
