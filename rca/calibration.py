@@ -139,14 +139,22 @@ def shipped() -> Calibration:
 
 
 def fit(rows: Sequence[tuple[Features, bool]], *, fitted_on: str = "") -> Calibration:
-    """A logistic model of `right` on the features (Newton's method), and the least
+    """A logistic model of `right` on the features (`logistic`), and the least
     probability above which first places were right LIKELY_ACCURACY of the time. On the
     results it was fitted on, no shift is unknown (spread 0); shipped to a system, the prior's
     spread returns (`from_json`)."""
     if not rows:
         raise ValueError("no evaluated first places to fit on")
-    x = np.array([f.vector() for f, _ in rows])
     y = np.array([1.0 if right else 0.0 for _, right in rows])
+    w = logistic(np.array([f.vector() for f, _ in rows]), y)
+    model = Calibration(tuple(float(v) for v in w), 1.0, fitted_on, spread=0.0)
+    probs = np.array([model.probability(f) for f, _ in rows])
+    return Calibration(model.weights, likely_threshold(probs, y), fitted_on, spread=0.0)
+
+
+def logistic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The weights of a logistic model of y (0 or 1) on the rows of x (Newton's method, with
+    a whisper of ridge so a feature that separates perfectly stays finite)."""
     w = np.zeros(x.shape[1])
     for _ in range(100):
         p = 1.0 / (1.0 + np.exp(-(x @ w)))
@@ -154,9 +162,7 @@ def fit(rows: Sequence[tuple[Features, bool]], *, fitted_on: str = "") -> Calibr
         w -= step
         if float(np.max(np.abs(step))) < 1e-10:
             break
-    model = Calibration(tuple(float(v) for v in w), 1.0, fitted_on, spread=0.0)
-    probs = np.array([model.probability(f) for f, _ in rows])
-    return Calibration(model.weights, likely_threshold(probs, y), fitted_on, spread=0.0)
+    return w
 
 
 def likely_threshold(probs: np.ndarray, right: np.ndarray, accuracy: float = LIKELY_ACCURACY) -> float:
