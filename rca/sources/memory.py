@@ -55,16 +55,18 @@ class InMemoryLogs:
 
 
 class InMemoryTraces:
-    """Spans held in memory as columns, sorted by start time."""
+    """Spans held in memory as columns, found by start time: the table as given (shared with
+    whoever gave it) and the order that sorts it by start, not a sorted copy of every column."""
 
     def __init__(self, spans: Iterable[Span]) -> None:
-        table = SpanTable.of(spans)
-        self._spans = table.take(np.argsort(table.start, kind="stable"))
+        self._table = SpanTable.of(spans)
+        self._order = np.argsort(self._table.start, kind="stable")
+        self._starts = self._table.start[self._order]
 
     async def spans(self, query: SpanQuery) -> SpanTable:
-        lo = int(np.searchsorted(self._spans.start, query.window.start, side="left"))
-        hi = int(np.searchsorted(self._spans.start, query.window.end, side="left"))
-        return self._spans.take(slice(lo, hi)).of_entities(query.entities)
+        lo = int(np.searchsorted(self._starts, query.window.start, side="left"))
+        hi = int(np.searchsorted(self._starts, query.window.end, side="left"))
+        return self._table.take(self._order[lo:hi]).of_entities(query.entities)
 
 
 class StaticTopology:

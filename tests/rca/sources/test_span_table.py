@@ -73,6 +73,15 @@ def test_window_and_service_cuts_match_a_plain_filter(
 
 
 @settings(max_examples=60, deadline=None)
+@given(span_sets(), st.floats(0, 600), st.floats(1, 300))
+def test_a_window_cut_comes_in_start_order_ties_as_given(spans: list[Span], lo: float, width: float) -> None:
+    """What an investigation reads is the same list, in the same order, however the index holds it."""
+    window = Window(lo, lo + width)
+    found = list(asyncio.run(InMemoryTraces(SpanTable.of(spans)).spans(SpanQuery(window, ()))))
+    assert found == sorted((s for s in spans if window.start <= s.start < window.end), key=lambda s: s.start)
+
+
+@settings(max_examples=60, deadline=None)
 @given(span_sets())
 def test_the_call_graph_counts_calls_between_services(spans: list[Span]) -> None:
     graph = topology_from_spans(SpanTable.of(spans))
