@@ -36,20 +36,30 @@ class MetricShift:
     under_way: bool = False  # the run began at the first point read: it began before it
 
 
-def spread(normal: np.ndarray) -> float:
-    """A normal period's own spread: 1.4826 MAD, or half the standard deviation when most of
-    its points sit on one value; 0 for a series that never moved."""
+def level(normal: np.ndarray) -> tuple[float, float]:
+    """A normal period's median and its own spread: 1.4826 MAD, or half the standard deviation
+    when most of its points sit on one value; 0 for a series that never moved."""
     med = float(np.median(normal))
-    return max(1.4826 * float(np.median(np.abs(normal - med))), 0.5 * float(np.std(normal)))
+    return med, max(1.4826 * float(np.median(np.abs(normal - med))), 0.5 * float(np.std(normal)))
 
 
-def robust_z(normal: np.ndarray, values: np.ndarray, rel_floor: float = _REL_FLOOR, unmoved: float = 0.0) -> np.ndarray:
+def spread(normal: np.ndarray) -> float:
+    """A normal period's own spread (level)."""
+    return level(normal)[1]
+
+
+def robust_z(
+    normal: np.ndarray,
+    values: np.ndarray,
+    rel_floor: float = _REL_FLOOR,
+    unmoved: float = 0.0,
+    at: tuple[float, float] | None = None,
+) -> np.ndarray:
     """(x - median) / scale: scale is the normal's own spread, or for a normal that never
     moved, `unmoved` (its steadiest peer's, peer_spreads), floored at a thousandth of
     |median| (a series that never moved, like 100 % availability, makes a one-point drop stand
-    out, not infinite)."""
-    med = float(np.median(normal))
-    own = spread(normal)
+    out, not infinite). `at`: the normal's level, where it is already known."""
+    med, own = at if at is not None else level(normal)
     scale = max(own if own > 0 else unmoved, rel_floor * abs(med), 1e-9)
     return np.clip((values - med) / scale, -MAX_Z, MAX_Z)
 
@@ -77,10 +87,15 @@ def reference(normal: Series | None, now: Series) -> np.ndarray:
 
 
 def shift_of(
-    normal: Series | None, now: Series, *, unmoved: float = 0.0, ref: np.ndarray | None = None
+    normal: Series | None,
+    now: Series,
+    *,
+    unmoved: float = 0.0,
+    ref: np.ndarray | None = None,
+    at: tuple[float, float] | None = None,
 ) -> MetricShift | None:
-    """The shift of one series against its normal part (`ref`, else `reference`); None when
-    there is nothing to compare.
+    """The shift of one series against its normal part (`ref`, else `reference`; `at`: its
+    level, where known); None when there is nothing to compare.
 
     Its evidence is the run going on when the window closes, or else its strongest run
     (rca.evidence.runs).
@@ -91,31 +106,32 @@ def shift_of(
     if values.size == 0:
         return None
     ref = reference(normal, now) if ref is None else ref
-    z = robust_z(ref, values, _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR), unmoved)
-    at = place(times, z)
+    at = level(ref) if at is None else at
+    z = robust_z(ref, values, _REL_FLOOR_OF.get(signal_of(now.metric), _REL_FLOOR), unmoved, at)
+    run = place(times, z)
     return MetricShift(
         entity=now.entity,
         metric=now.metric,
         instance=now.instance,
         signal=signal_of(now.metric),
-        score=at.score,
-        onset=at.onset,
-        direction=at.direction,
-        normal_median=float(np.median(ref)),
-        peak=float(values[at.peak]),
-        profile=tuple((float(t), round(float(v), 3)) for t, v in zip(times, z, strict=True)),
-        until=at.until,
-        under_way=at.under_way,
+        score=run.score,
+        onset=run.onset,
+        direction=run.direction,
+        normal_median=at[0],
+        peak=float(values[run.peak]),
+        profile=tuple((t, round(v, 3)) for t, v in zip(times.tolist(), z.tolist(), strict=True)),
+        until=run.until,
+        under_way=run.under_way,
     )
 
 
-def peer_spreads(measured: Iterable[tuple[Series, np.ndarray]]) -> dict[str, float]:
-    """Per metric, the least spread of the normal periods that moved at all. A series that
-    never moved in its normal period has an unknown spread, not a zero one: it is taken to be
-    as steady as the steadiest of its peers that moved."""
+def peer_spreads(measured: Iterable[tuple[Series, np.ndarray, float]]) -> dict[str, float]:
+    """Per metric, the least spread of the normal periods that moved at all (each given with
+    its own spread). A series that never moved in its normal period has an unknown spread,
+    not a zero one: it is taken to be as steady as the steadiest of its peers that moved."""
     by_metric: dict[str, list[float]] = {}
-    for s, ref in measured:
-        if ref.size >= _MIN_NORMAL and (own := spread(ref)) > 0:
+    for s, ref, own in measured:
+        if ref.size >= _MIN_NORMAL and own > 0:
             by_metric.setdefault(s.metric, []).append(own)
     return {m: float(np.min(v)) for m, v in by_metric.items()}
 
@@ -138,10 +154,11 @@ def metric_shifts(
     base = {(s.entity, s.metric, s.instance): s for s in fault_free}
     base.update({(s.entity, s.metric, s.instance): s for s in normal if np.isfinite(s.values).any()})
     refs = [reference(base.get((s.entity, s.metric, s.instance)), s) for s in now]
-    unmoved = peer_spreads(zip(now, refs, strict=True)) if peers else {}
+    levels = [level(ref) if ref.size else (float("nan"), 0.0) for ref in refs]
+    unmoved = peer_spreads(zip(now, refs, (own for _, own in levels), strict=True)) if peers else {}
     out = [
         shift
-        for s, ref in zip(now, refs, strict=True)
-        if (shift := shift_of(None, s, unmoved=unmoved.get(s.metric, 0.0), ref=ref)) is not None
+        for s, ref, at in zip(now, refs, levels, strict=True)
+        if (shift := shift_of(None, s, unmoved=unmoved.get(s.metric, 0.0), ref=ref, at=at)) is not None
     ]
     return sorted(out, key=lambda m: -m.score)
