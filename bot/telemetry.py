@@ -22,7 +22,7 @@ from rca.sources.jaeger import JaegerTraces, OtlpFiles, TraceTopology, topology_
 from rca.sources.logfiles import LogDirectory
 from rca.sources.loki import LokiLogs
 from rca.sources.memory import StaticTopology
-from rca.sources.prometheus import PrometheusMetrics, load_mapping
+from rca.sources.prometheus import LookedBack, PrometheusMetrics, load_mapping
 from rca.telemetry import Window
 from rca.windows import parse_window
 
@@ -144,6 +144,7 @@ class LiveTelemetry:
             self.traces = OtlpFiles(live.otlp)
         self.graph = StaticTopology(topology_file(live.topology)) if live.topology is not None else None
         self._services: tuple[float, tuple[str, ...]] | None = None  # (read at, names)
+        self._metric_names: tuple[str, ...] | None = None  # the services Prometheus named at discovery
 
     async def now(self) -> float:
         if self._now is not None:
@@ -161,8 +162,14 @@ class LiveTelemetry:
 
     async def _discover(self) -> tuple[str, ...]:
         names: set[str] = set(await self.base.services()) if self.base is not None else set()
+        self._metric_names = None
+
+        async def metric_names(source: PrometheusMetrics) -> tuple[str, ...]:
+            self._metric_names = await source.entities()
+            return self._metric_names
+
         finders = [
-            self.metrics.entities() if self.metrics else None,
+            metric_names(self.metrics) if self.metrics else None,
             self.logs.entities() if self.logs else None,
             self.traces.services() if self.traces is not None else None,
         ]
@@ -186,8 +193,10 @@ class LiveTelemetry:
         lookback = Window(window.start - NORMAL_LOOKBACK, window.start)
         sources, normal = incident.sources, dict(incident.normal)
         if self.metrics is not None:
-            sources = replace(sources, metrics=self.metrics)
-            normal[Modality.METRICS] = Normal(lookback, Sources(metrics=self.metrics))
+            # one query per metric reads both; the services just discovered are not asked again
+            metrics = LookedBack(self.metrics, window, lookback, entities=self._metric_names)
+            sources = replace(sources, metrics=metrics)
+            normal[Modality.METRICS] = Normal(lookback, Sources(metrics=metrics))
         if self.logs is not None:
             sources = replace(sources, logs=self.logs)
             normal[Modality.LOGS] = Normal(lookback, Sources(logs=self.logs))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -31,7 +31,7 @@ import yaml
 from rca.errors import DataError, MalformedFile
 from rca.sources import http
 from rca.sources.protocols import MetricQuery
-from rca.telemetry import Series
+from rca.telemetry import Series, Window
 from rca.windows import parse_duration
 
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -143,9 +143,12 @@ class PrometheusMetrics:
             entity = labels.get(self.mapping.service_label)
             if not entity:
                 continue
-            values = item.get("values", [])
-            ts = np.array([float(t) for t, _ in values], dtype=float)
-            vs = np.array([_number(v) for _, v in values], dtype=float)
+            try:
+                ts, vs = _samples(item.get("values", []))
+            except (TypeError, ValueError) as exc:
+                raise DataError(
+                    f"prometheus: {promql[:120]}: a series whose samples are not [time, value] pairs"
+                ) from exc
             out.append(Series(str(entity), metric, ts, vs, str(labels.get(self.mapping.instance_label, entity))))
         return out
 
@@ -159,6 +162,54 @@ class PrometheusMetrics:
             client, self.url + path, params, who=f"prometheus at {self.url}", what=what, ok=http.status_success
         )
         return body.get("data")
+
+
+class LookedBack:
+    """One investigation's view of a Prometheus: its window and the look-back before it are
+    read together, one range query per metric rather than two, and cut apart at the window's
+    start. A range query holds both its ends, so each part keeps the sample at the start, as
+    two reads would; with a look-back of whole steps the samples are the same. The services
+    are asked once."""
+
+    def __init__(
+        self, source: PrometheusMetrics, window: Window, lookback: Window, *, entities: tuple[str, ...] | None = None
+    ) -> None:
+        if lookback.end != window.start:
+            raise ValueError("the look-back must end where the window starts")
+        self.source, self.window, self.lookback = source, window, lookback
+        self._entities = entities  # the services, where just discovered; else asked once
+        self._read: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Series]] = {}
+
+    async def entities(self) -> tuple[str, ...]:
+        if self._entities is None:
+            self._entities = await self.source.entities()
+        return self._entities
+
+    async def series(self, query: MetricQuery) -> list[Series]:
+        if query.window not in (self.window, self.lookback):
+            return await self.source.series(query)
+        key = (tuple(query.entities), tuple(query.metrics))
+        if key not in self._read:
+            both = Window(self.lookback.start, self.window.end)
+            self._read[key] = await self.source.series(replace(query, window=both))
+        cut = self.window.start
+        out = []
+        for s in self._read[key]:
+            keep = s.timestamps >= cut if query.window == self.window else s.timestamps <= cut
+            if keep.any():
+                out.append(Series(s.entity, s.metric, s.timestamps[keep], s.values[keep], s.instance))
+        return out
+
+
+def _samples(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A matrix result's `[[time, "value"], ...]` as two float arrays ("NaN", "+Inf" included;
+    a value that is no number is NaN)."""
+    try:
+        pairs = np.asarray(values, dtype=object).reshape(-1, 2)
+        return pairs[:, 0].astype(float), pairs[:, 1].astype(float)
+    except (TypeError, ValueError):
+        ts = np.array([float(t) for t, _ in values], dtype=float)
+        return ts, np.array([_number(v) for _, v in values], dtype=float)
 
 
 def _number(value: Any) -> float:

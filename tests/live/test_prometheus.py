@@ -112,3 +112,26 @@ def test_a_live_investigation_snapshotted_replays_offline(prometheus: tuple[str,
 
     live_top, replayed_top = asyncio.run(go())
     assert live_top == replayed_top == "ts-contacts-service"
+
+
+def test_a_window_and_its_look_back_read_at_once_are_the_two_reads(prometheus: tuple[str, Path]) -> None:
+    from rca.sources.prometheus import LookedBack
+
+    url, mapping = prometheus
+    source = PrometheusMetrics(url, load_mapping(mapping))
+    window = Window(AT - 600, AT)
+    lookback = Window(window.start - 3600, window.start)  # whole steps of the mapping's 60 s
+
+    def by_key(series: list) -> dict:  # type: ignore[type-arg]
+        return {(s.entity, s.metric, s.instance): (s.timestamps.tolist(), s.values.tolist()) for s in series}
+
+    async def go() -> None:
+        apart = [by_key(await source.series(MetricQuery(w))) for w in (window, lookback)]
+        joined = LookedBack(source, window, lookback)
+        together = [by_key(await joined.series(MetricQuery(w))) for w in (window, lookback)]
+        assert apart[0] and apart[1]
+        assert together == apart  # NaN-free here: the case's samples are all numbers
+        wider = Window(lookback.start - 60, window.end)  # any other window is read as asked
+        assert by_key(await joined.series(MetricQuery(wider))) == by_key(await source.series(MetricQuery(wider)))
+
+    asyncio.run(go())
