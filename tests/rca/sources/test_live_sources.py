@@ -12,19 +12,21 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 import pytest
 from aiohttp import web
 
 from bot.telemetry import LiveConfig, telemetry_from
 from rca.engines import build_engine
-from rca.errors import InputError
+from rca.errors import DataError, InputError
 from rca.evidence.toolbox import Toolbox
 from rca.model import CaseId, Incident, Modality, Normal, Sources
 from rca.sources.jaeger import JaegerTraces, OtlpFiles, read_otlp, topology_file
 from rca.sources.logfiles import LogDirectory
 from rca.sources.loki import LokiLogs
 from rca.sources.memory import StaticTopology
-from rca.sources.protocols import LogQuery, SpanQuery
+from rca.sources.prometheus import PrometheusMetrics, load_mapping
+from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 from rca.telemetry import Severity, Window
 from rca.timestamps import parse_timestamp
 from tests.bot.slack_standin import free_port
@@ -502,3 +504,24 @@ def test_a_time_budget_bounds_the_search(nezha_slice: Path) -> None:
         assert diagnosis.cost.seconds < 5
 
     asyncio.run(go())
+
+
+def test_a_matrix_whose_samples_are_not_pairs_is_a_clear_error() -> None:
+    def matrix(values: list[Any]) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def answer(request: web.Request) -> web.Response:
+            result = [{"metric": {"container": "orders", "pod": "orders-0"}, "values": values}]
+            return web.json_response({"status": "success", "data": {"resultType": "matrix", "result": result}})
+
+        return answer
+
+    async def read(values: list[Any]) -> list[Any]:
+        async with StandIn({"/api/v1/query_range": matrix(values)}) as url:
+            source = PrometheusMetrics(url, load_mapping(), timeout=2)
+            return await source.series(MetricQuery(Window(T0, T0 + 60), ("orders",), ("CpuUsageRate(%)",)))
+
+    (good,) = asyncio.run(read([[T0, "1.5"], [T0 + 15, "NaN"], [T0 + 30, "+Inf"], [T0 + 45, "oops"]]))
+    assert good.timestamps.tolist() == [T0, T0 + 15, T0 + 30, T0 + 45]
+    assert good.values[0] == 1.5 and np.isnan(good.values[1]) and good.values[2] == np.inf and np.isnan(good.values[3])
+    for hostile in ([[T0]], [[T0, "1", "2"]], [["soon", "1"]], [{"t": 1}]):
+        with pytest.raises(DataError, match="not \\[time, value\\] pairs"):
+            asyncio.run(read(hostile))
