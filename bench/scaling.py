@@ -15,8 +15,18 @@ takes the real symptom's. Each seed draws another call graph, culprit and assign
 service, no budget), prints per seed whether the culprit ranked first, the reads spent and
 the seconds.
 
+`--prometheus` asks a real Prometheus (Debian's, started here on a free port) as the bot asks
+a live one: N services' cAdvisor and OpenTelemetry series over two hours, at a 15 s scrape, are
+backfilled with promtool; one service's CPU rises six-fold ten minutes before the end, and its
+latency and its callers' with it. The bot's live telemetry (the default Prometheus mapping and
+the call graph as a topology file) investigates the entry service's last 15 minutes. Prints
+per size the seconds from the question to the verdict (discovery included, each run with
+fresh telemetry), the requests Prometheus served for it (counted by Prometheus itself) and
+whether the culprit ranked first.
+
 usage: python bench/scaling.py [--sizes 50,200,1000] [--repeat 3] [--seed 0]
        python bench/scaling.py --planted [--sizes 1000] [--seeds 10] [--budget 30]
+       python bench/scaling.py --prometheus [--sizes 1000] [--repeat 3] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -25,13 +35,21 @@ import argparse
 import asyncio
 import itertools
 import random
+import re
 import statistics
+import tempfile
 import time
+import urllib.request
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import networkx as nx
 import numpy as np
+import yaml
 
 from rca.engines import build_engine
 from rca.model import CaseId, Incident, IncidentCase, Modality, Normal, Sources
@@ -208,6 +226,140 @@ async def planted(sizes: list[int], seeds: int, budget: int) -> None:
             )
 
 
+SCRAPE = 15.0  # seconds between samples of the live system
+LIVE_SECONDS = 7200.0  # two hours of it
+LIVE_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0)  # latency histogram bounds (s), +Inf added
+
+
+def live_system(n: int, seed: int, out: TextIO) -> tuple[nx.DiGraph, str, str]:
+    """Write N services' series as OpenMetrics text (cAdvisor counters and gauges under
+    `container`, OpenTelemetry HTTP server counts and latency buckets under `service_name`);
+    returns the call graph, the entry and the culprit."""
+    rng = random.Random(seed)
+    nprng = np.random.default_rng(seed)
+    names, graph = call_graph(n, rng)
+    culprit = names[rng.randrange(n // 2, n)]
+    callers = nx.ancestors(graph, culprit)
+    k = int(LIVE_SECONDS / SCRAPE) + 1
+    times = T0 + SCRAPE * np.arange(k)
+    faulty = times >= times[-1] - 600.0
+    stamps = [f"{t:.3f}" for t in times]
+    families: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
+    for name in names:
+        pod = f'container="{name}",pod="{name}-0"'
+        otel = f'service_name="{name}"'
+        load = rng.uniform(5.0, 50.0) * (1 + 0.1 * np.sin(2 * np.pi * times / 86400.0))
+        load = load * (1 + 0.05 * nprng.standard_normal(k)).clip(0.5)
+        cpu = 0.05 + 0.002 * load
+        latency = np.full(k, rng.uniform(0.02, 0.08))
+        if name == culprit:
+            cpu = np.where(faulty, cpu * 6, cpu)
+            latency = np.where(faulty, latency * 5, latency)
+        elif name in callers:
+            latency = np.where(faulty, latency * 2, latency)
+        latency = latency * (1 + 0.05 * nprng.standard_normal(k)).clip(0.5)
+        served = np.cumsum(load * SCRAPE)
+        families["container_cpu_usage_seconds_total"].append((pod, np.cumsum(cpu * SCRAPE)))
+        memory = 2.0e8 * (1 + 0.02 * nprng.standard_normal(k))
+        families["container_memory_working_set_bytes"].append((pod, memory))
+        families["container_network_receive_bytes_total"].append((pod, 2000 * served))
+        families["container_network_transmit_bytes_total"].append((pod, 3000 * served))
+        families["http_server_request_duration_seconds_count"].append(
+            (f'{otel},http_response_status_code="200"', served * 0.999)
+        )
+        families["http_server_request_duration_seconds_count"].append(
+            (f'{otel},http_response_status_code="500"', served * 0.001)
+        )
+        step = load * SCRAPE  # requests served in each scrape interval, below each bound
+        for le in LIVE_BUCKETS:
+            below = np.cumsum(step * (1 - np.exp(-le / latency)))
+            families["http_server_request_duration_seconds_bucket"].append((f'{otel},le="{le:g}"', below))
+        families["http_server_request_duration_seconds_bucket"].append((f'{otel},le="+Inf"', served))
+    for family_name, rows in families.items():
+        out.write(f"# TYPE {family_name} gauge\n")
+        for labels, values in rows:
+            head = f"{family_name}{{{labels}}} "
+            out.write("".join(f"{head}{v:.6g} {t}\n" for v, t in zip(values, stamps, strict=True)))
+    out.write("# EOF\n")
+    return graph, names[0], culprit
+
+
+def served_requests(url: str) -> int:
+    """The API requests a Prometheus has answered, read from its own /metrics."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    pattern = re.compile(r'^prometheus_http_requests_total\{[^}]*handler="/api/v1/[^"]*"[^}]*\} (\S+)$', re.M)
+    return int(sum(float(v) for v in pattern.findall(text)))
+
+
+@contextmanager
+def _workdir(keep: str) -> Iterator[Path]:
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        yield Path(keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="rcabot-scaling-") as tmp:
+            yield Path(tmp)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRuns:
+    services: int
+    series: int
+    seconds: tuple[float, ...]  # question to verdict, per run
+    queries: int  # the most API requests one run made
+    culprit_first: int  # runs that put the culprit first
+    missing: tuple[str, ...]  # what the last run said was missing
+
+
+def live_runs(n: int, seed: int, repeat: int, work: Path) -> LiveRuns:
+    """Backfill a real Prometheus with N services (live_system) in `work` and investigate
+    through the bot's live telemetry `repeat` times."""
+    from bot.backfill import serving
+    from bot.telemetry import LiveConfig, LiveTelemetry
+
+    work.mkdir(parents=True, exist_ok=True)
+    om = work / "metrics.om"
+    with om.open("w") as f:
+        graph, entry, culprit = live_system(n, seed, f)
+    topology = work / "topology.yaml"
+    topology.write_text(yaml.safe_dump({"calls": {node: sorted(graph.successors(node)) for node in graph}}))
+    engine = build_engine("lats")
+    took, queries, hits, missing = [], [], 0, ()
+    with serving(om, work, timeout=600) as url:
+        for _ in range(repeat):
+            before = served_requests(url)
+            telemetry = LiveTelemetry(
+                LiveConfig(prometheus_url=url, topology=topology, timeout=60.0), now=T0 + LIVE_SECONDS
+            )
+            started = time.perf_counter()
+            diagnosis = asyncio.run(_verdict(telemetry, entry, engine))
+            took.append(time.perf_counter() - started)
+            queries.append(served_requests(url) - before)
+            hits += bool(diagnosis.ranking) and diagnosis.ranking[0].service == culprit
+            missing = diagnosis.missing
+    series = n * (5 + 2 + len(LIVE_BUCKETS) + 1)
+    return LiveRuns(n, series, tuple(took), max(queries), hits, tuple(missing))
+
+
+def live(sizes: list[int], repeat: int, seed: int, keep: str) -> None:
+    print(f"{'services':>8} {'series':>7} {'median s':>9} {'min s':>7} {'max s':>7} {'queries':>7}  culprit first")
+    for n in sizes:
+        with _workdir(keep) as root:
+            r = live_runs(n, seed, repeat, root / f"prometheus-{n}")
+        for note in r.missing:
+            print(f"{'':>8} missing: {note}")
+        print(
+            f"{n:>8} {r.series:>7} {statistics.median(r.seconds):>9.2f} {min(r.seconds):>7.2f} "
+            f"{max(r.seconds):>7.2f} {r.queries:>7}  {r.culprit_first}/{repeat}"
+        )
+
+
+async def _verdict(telemetry: object, entry: str, engine: object) -> object:
+    incident = await telemetry.incident(entry, await telemetry.window("15m"))  # type: ignore[attr-defined]
+    return await engine.investigate(incident)  # type: ignore[attr-defined]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="")
@@ -216,9 +368,13 @@ def main() -> None:
     p.add_argument("--planted", action="store_true", help="build from a real incident's series")
     p.add_argument("--seeds", type=int, default=10, help="with --planted: call graphs to draw")
     p.add_argument("--budget", type=int, default=30, help="with --planted: lats's read budget")
+    p.add_argument("--prometheus", action="store_true", help="ask a real Prometheus backfilled with the system")
+    p.add_argument("--keep", default="", help="with --prometheus: keep the backfill and Prometheus's data here")
     args = p.parse_args()
-    sizes = [int(s) for s in (args.sizes or ("1000" if args.planted else "50,200,1000")).split(",")]
-    if args.planted:
+    sizes = [int(s) for s in (args.sizes or ("1000" if args.planted or args.prometheus else "50,200,1000")).split(",")]
+    if args.prometheus:
+        live(sizes, args.repeat, args.seed, args.keep)
+    elif args.planted:
         asyncio.run(planted(sizes, args.seeds, args.budget))
     else:
         asyncio.run(measure(sizes, args.repeat, args.seed))

@@ -90,9 +90,11 @@ def backfilled(
 
 
 @contextmanager
-def serving(om: Path, workdir: Path, *, config: str = "", flags: Sequence[str] = ()) -> Iterator[str]:
+def serving(
+    om: Path, workdir: Path, *, config: str = "", flags: Sequence[str] = (), timeout: float = 120.0
+) -> Iterator[str]:
     """A running Prometheus (Debian's, 127.0.0.1, a free port) holding an OpenMetrics file's
-    samples as blocks; yields its URL."""
+    samples as blocks; yields its URL. `timeout`: seconds promtool may take to write them."""
     found = binaries()
     if found is None:
         raise RuntimeError("prometheus and promtool are not installed (scripts/ensure-prometheus.sh)")
@@ -102,7 +104,7 @@ def serving(om: Path, workdir: Path, *, config: str = "", flags: Sequence[str] =
         [promtool, "tsdb", "create-blocks-from", "openmetrics", str(om), str(data)],
         check=True,
         capture_output=True,
-        timeout=120,
+        timeout=timeout,
     )
     (workdir / "prometheus.yml").write_text(config or CONFIG)
     port = free_port()
