@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from functools import lru_cache
 
 from rca.model import FaultType
 
@@ -36,6 +37,10 @@ _PARTS = re.compile(r"[a-z]+|\d+[a-z]*")
 _PERCENTILE = re.compile(r"^p\d{2,3}$")
 
 
+NAMES_KEPT = 4096  # metric names whose reading is remembered: a system's names, not a hostile stream of them
+
+
+@lru_cache(maxsize=NAMES_KEPT)
 def words(metric: str) -> tuple[str, ...]:
     """The words of a metric name, lower-cased: `PodServerLatencyP90(s)` -> pod, server,
     latency, p90, s; `node_load1` -> node, load, 1; `5xx` stays whole."""
@@ -208,6 +213,7 @@ _TRAFFIC = {
 _COUNT_ENDINGS = {"count", "total"}  # `..._seconds_count` counts requests, it does not time them
 
 
+@lru_cache(maxsize=NAMES_KEPT)
 def signal_of(metric: str) -> Signal:
     """The kind of signal a metric name describes."""
     ws = words(metric)
