@@ -19,12 +19,13 @@ import pstats
 from dataclasses import dataclass
 from pathlib import Path
 
+import rca
 from rca.engines import build_engine
 from rca.evaluation.harness import evaluate
 from rca.evaluation.protocols import Placement, Protocol
 from rca.sources.datasets import find_cases
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(rca.__file__).resolve().parents[1]  # the checkout whose code is profiled
 
 
 @dataclass(frozen=True, slots=True)

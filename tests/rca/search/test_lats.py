@@ -6,6 +6,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import networkx as nx
 import pytest
 
@@ -167,14 +168,24 @@ def test_ablations_run(case: IncidentCase, ablation: str) -> None:
     assert asyncio.run(engine.investigate(case.incident)).ranking
 
 
+@pytest.mark.parametrize("name,repair", [("lats", False), ("linear", False), ("linear-multi", False), ("lats", True)])
+def test_every_engine_that_writes_a_trace_writes_one_the_schema_accepts(
+    case: IncidentCase, name: str, repair: bool
+) -> None:
+    from rca.trace_json import schema
+
+    doc = asyncio.run(build_engine(name, repair=repair).investigate(case.incident)).trace
+    assert doc is not None
+    jsonschema.validate(json.loads(json.dumps(doc)), schema())
+
+
 def test_trace_file_on_disk_validates(case: IncidentCase, tmp_path: Path) -> None:
     doc = asyncio.run(build_engine("lats").investigate(case.incident)).trace
     path = tmp_path / "t.json"
     path.write_text(json.dumps(doc))
+    assert from_json(json.loads(path.read_text())).decision.ranking  # the engine's trace is the schema's
     broken = json.loads(path.read_text())
     broken["hypothesis_set"]["hypotheses"][0]["evidence"] = ["not-an-id"]
-    import jsonschema
-
     with pytest.raises(jsonschema.ValidationError):
         from_json(broken)
 
