@@ -54,18 +54,23 @@ def top(stats: pstats.Stats, n: int, *, ours: bool = False) -> list[Cost]:
     total = stats.total_tt  # type: ignore[attr-defined]
     rows = []
     for (file, line, name), (_, calls, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
-        if ours and not file.startswith(str(ROOT)):
+        if ours and not _ours(file):
             continue
         rows.append(Cost(_short(file, line, name), calls, tottime, 0.0))
     rows.sort(key=lambda c: -c.seconds)
     return [Cost(c.where, c.calls, c.seconds, c.seconds / total if total else 0.0) for c in rows[:n]]
 
 
+def _ours(file: str) -> bool:
+    """A file of the profiled checkout, not of a library installed inside it (a .venv)."""
+    return file.startswith(str(ROOT)) and "site-packages/" not in file
+
+
 def _short(file: str, line: int, name: str) -> str:
-    if file.startswith(str(ROOT)):
-        file = file[len(str(ROOT)) + 1 :]
-    elif "site-packages/" in file:
+    if "site-packages/" in file:
         file = file.split("site-packages/", 1)[1]
+    elif _ours(file):
+        file = file[len(str(ROOT)) + 1 :]
     elif file == "~":
         return name  # a builtin
     else:
