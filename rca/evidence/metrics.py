@@ -43,11 +43,6 @@ def level(normal: np.ndarray) -> tuple[float, float]:
     return med, max(1.4826 * float(np.median(np.abs(normal - med))), 0.5 * float(np.std(normal)))
 
 
-def spread(normal: np.ndarray) -> float:
-    """A normal period's own spread (level)."""
-    return level(normal)[1]
-
-
 def robust_z(
     normal: np.ndarray,
     values: np.ndarray,
