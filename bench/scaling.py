@@ -231,10 +231,10 @@ LIVE_SECONDS = 7200.0  # two hours of it
 LIVE_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0)  # latency histogram bounds (s), +Inf added
 
 
-def live_system(n: int, seed: int, out: TextIO) -> tuple[nx.DiGraph, str, str]:
+def live_system(n: int, seed: int, out: TextIO) -> tuple[nx.DiGraph, str, str, int]:
     """Write N services' series as OpenMetrics text (cAdvisor counters and gauges under
     `container`, OpenTelemetry HTTP server counts and latency buckets under `service_name`);
-    returns the call graph, the entry and the culprit."""
+    returns the call graph, the entry, the culprit and the number of series written."""
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
     names, graph = call_graph(n, rng)
@@ -281,7 +281,7 @@ def live_system(n: int, seed: int, out: TextIO) -> tuple[nx.DiGraph, str, str]:
             head = f"{family_name}{{{labels}}} "
             out.write("".join(f"{head}{v:.6g} {t}\n" for v, t in zip(values, stamps, strict=True)))
     out.write("# EOF\n")
-    return graph, names[0], culprit
+    return graph, names[0], culprit, sum(len(rows) for rows in families.values())
 
 
 def served_requests(url: str) -> int:
@@ -321,7 +321,7 @@ def live_runs(n: int, seed: int, repeat: int, work: Path) -> LiveRuns:
     work.mkdir(parents=True, exist_ok=True)
     om = work / "metrics.om"
     with om.open("w") as f:
-        graph, entry, culprit = live_system(n, seed, f)
+        graph, entry, culprit, series = live_system(n, seed, f)
     topology = work / "topology.yaml"
     topology.write_text(yaml.safe_dump({"calls": {node: sorted(graph.successors(node)) for node in graph}}))
     engine = build_engine("lats")
@@ -338,7 +338,6 @@ def live_runs(n: int, seed: int, repeat: int, work: Path) -> LiveRuns:
             queries.append(served_requests(url) - before)
             hits += bool(diagnosis.ranking) and diagnosis.ranking[0].service == culprit
             missing = diagnosis.missing
-    series = n * (5 + 2 + len(LIVE_BUCKETS) + 1)
     return LiveRuns(n, series, tuple(took), max(queries), hits, tuple(missing))
 
 
