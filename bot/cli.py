@@ -184,6 +184,10 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--tail", default="4m", help="normal load after the last fault ends (default 4m)")
     rec.add_argument("--rate", type=float, default=10.0, help="requests a second at the entry (default 10)")
     rec.add_argument("--parallel", type=int, default=3, help="shops recorded at once (default 3)")
+    rec.add_argument("--families", default="", help="fault families to draw from, by commas (default: all)")
+    rec.add_argument(
+        "--harmless", type=int, default=0, help="harmless deploys to bystander services per shop (default 0)"
+    )
 
     co = sub.add_parser("console", help="the Slack experience in a terminal: /rca, repair, verify, questions")
     co.add_argument(

@@ -93,9 +93,16 @@ async def _incident_from(args: argparse.Namespace) -> tuple[Incident, LiveConfig
 
 
 async def do_lab(args: argparse.Namespace) -> int:
-    from lab.record import record, seeds_of  # the lab's own dependencies: only for `rcabot lab`
+    from lab.faults import FAMILIES  # the lab's own dependencies: only for `rcabot lab`
+    from lab.record import record, seeds_of
 
     seeds = seeds_of(args.seeds)
+    families = tuple(f.strip() for f in args.families.split(",") if f.strip()) if args.families else FAMILIES
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown or not families:
+        raise InputError(f"--families: unknown {', '.join(unknown) or 'none given'}; known: {', '.join(FAMILIES)}")
+    if args.harmless < 0:
+        raise InputError("--harmless: a count of changes, 0 or more")
     spacing, duration = _duration_range(args.spacing, "--spacing"), _duration_range(args.duration, "--duration")
     started = time.monotonic()
     print(f"recording shops {', '.join(map(str, seeds))} into {args.out} ({args.faults} faults each)", file=sys.stderr)
@@ -114,6 +121,8 @@ async def do_lab(args: argparse.Namespace) -> int:
             rate=args.rate,
             spacing=spacing,
             duration=duration,
+            families=families,
+            harmless=args.harmless,
             parallel=args.parallel,
             stop=stop,
             progress=lambda line: print(line, file=sys.stderr, flush=True),

@@ -119,6 +119,7 @@ _FAULTS = {
     "exception": "errors (exceptions)",
     "wrong_result": "wrong results (code fault)",
     "overload": "overload",
+    "release": "a faulty release or config",
     "unknown": "fault of unknown kind",
 }
 

@@ -1,7 +1,9 @@
 """Fault families, and the seeded schedule of a recording: which service, which fault, when.
 
-Every fault is real inside the service's process (lab.service carries it out); the label says
-only what was done, where and when, in the words a publisher's fault list uses.
+Every fault is real: inside the service's process (lab.service carries it out), or a change
+made to it the way a team makes one (a new version deployed, a config pushed; lab.record
+carries these out and journals the change as a deploy pipeline would). The label says only
+what was done, where and when, in the words a publisher's fault list uses.
 """
 
 from __future__ import annotations
@@ -22,7 +24,17 @@ IN_PROCESS: dict[str, str] = {
     "wrong": "wrong_return_body",  # a 200 whose body is not what was asked
     "pool": "pool_exhaustion_delay",  # one connection for every call out
 }
-FAMILIES = tuple(IN_PROCESS)
+# family -> label, for faults that are changes: each is journalled as a change when made and undone
+BY_CHANGE: dict[str, str] = {
+    "deploy": "faulty_release",  # restarted as a new version with a defect; rolled back at its end
+    "config": "config_change",  # a pushed config cuts the service's call timeout; reverted at its end
+}
+LABELS: dict[str, str] = IN_PROCESS | BY_CHANGE
+FAMILIES = tuple(LABELS)
+CALL_TIMEOUT = 2.0  # seconds a service's call out may take, until a config push says otherwise
+CONFIG_TIMEOUT = 0.02  # what the faulty config push sets it to
+# what a faulty release carries: one of the in-process faults, built into the version
+DEFECTS = ("exception", "latency", "error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +43,19 @@ class PlannedFault:
     seconds: float  # how long it lasts
     service: str
     family: str
+    defect: str = ""  # a faulty release's defect (DEFECTS); empty for the other families
 
     @property
     def label(self) -> str:
-        return IN_PROCESS[self.family]
+        return LABELS[self.family]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedChange:
+    """A harmless change to a bystander: a new version with no defect, deployed at `offset`."""
+
+    offset: float
+    service: str
 
 
 def can_suffer(shop: Shop, service: str, family: str) -> bool:
@@ -43,7 +64,7 @@ def can_suffer(shop: Shop, service: str, family: str) -> bool:
     spec = shop.service(service)
     if family == "wrong":
         return service != shop.entry
-    if family == "pool":
+    if family in ("pool", "config"):  # the config pushed shortens its calls out
         return bool(spec.calls)
     return True
 
@@ -59,7 +80,7 @@ def schedule(
     """`count` faults drawn from the seed: families taken in a shuffled round so each appears,
     services at random among those that can show the family; starts `spacing` apart, each
     lasting `duration`, so some still run when the next begins."""
-    unknown = set(families) - set(IN_PROCESS)
+    unknown = set(families) - set(LABELS)
     if unknown:
         raise ValueError(f"unknown fault families {sorted(unknown)}; known: {', '.join(FAMILIES)}")
     rng = random.Random(f"faults-{shop.seed}")
@@ -71,6 +92,25 @@ def schedule(
     out, at = [], 0.0
     for family in order[:count]:
         targets = [s.name for s in shop.services if can_suffer(shop, s.name, family)]
-        out.append(PlannedFault(round(at, 1), round(rng.uniform(*duration), 1), rng.choice(targets), family))
+        seconds, service = round(rng.uniform(*duration), 1), rng.choice(targets)
+        defect = rng.choice(DEFECTS) if family == "deploy" else ""
+        out.append(PlannedFault(round(at, 1), seconds, service, family, defect))
         at += rng.uniform(*spacing)
     return tuple(out)
+
+
+def bystander_changes(shop: Shop, plan: tuple[PlannedFault, ...], count: int) -> tuple[PlannedChange, ...]:
+    """`count` harmless deploys drawn from the seed, at any time over the faults' span, each to
+    a service no fault under way then is on: changes that a cause must not be inferred from."""
+    if count <= 0 or not plan:
+        return ()
+    rng = random.Random(f"bystanders-{shop.seed}")
+    span = max(f.offset + f.seconds for f in plan)
+    out: list[PlannedChange] = []
+    for _ in range(count):
+        at = round(rng.uniform(0.0, span), 1)
+        busy = {f.service for f in plan if f.offset - 60 <= at <= f.offset + f.seconds}
+        free = [s.name for s in shop.services if s.name not in busy]
+        if free:
+            out.append(PlannedChange(at, rng.choice(free)))
+    return tuple(sorted(out, key=lambda c: c.offset))

@@ -10,7 +10,12 @@ reads:
 
     OUT/lab-<seed>/rca_data/<day>/{metric,log,trace}/...   the telemetry
     OUT/lab-<seed>/rca_data/<day>/lab-fault_list.json      the labels, apart from it
+    OUT/lab-<seed>/rca_data/<day>/changes.jsonl            the changes made, as a deploy pipeline posts them
     OUT/lab-<seed>/lab.json                                the shop, its schedule, what was missing
+
+A deploy restarts the service's process as a new version (the old one stopped, the new one
+started on the same port, as a single replica is rolled), a config push is posted to the
+running process; each is journalled as a change the moment it is made, faulty or harmless.
 """
 
 from __future__ import annotations
@@ -30,17 +35,28 @@ import urllib.request
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
 import aiohttp
 
-from lab.faults import PlannedFault, schedule
+from lab.faults import (
+    BY_CHANGE,
+    CALL_TIMEOUT,
+    CONFIG_TIMEOUT,
+    FAMILIES,
+    PlannedChange,
+    PlannedFault,
+    bystander_changes,
+    schedule,
+)
 from lab.processes import binaries, free_port, wait_ready
 from lab.shop import Shop, draw_shop
+from rca.changes import Change, ChangeKind, write_changes
 from rca.model import Sources
+from rca.sources.change_files import CHANGES_FILE
 from rca.sources.jaeger import read_otlp
 from rca.sources.logfiles import LogDirectory
 from rca.sources.prometheus import PrometheusMetrics, load_mapping
@@ -49,6 +65,7 @@ from rca.telemetry import Window
 
 SCRAPE_SECONDS = 5
 HEALTHY_SHARE = 0.9  # of the entry's answers before the first fault: below it the shop is broken, not faulty
+FIRST_VERSION = "1.0.0"
 _PORTS_LOCK = threading.Lock()
 _PORTS_GIVEN: set[int] = set()
 Progress = Callable[[str], None]
@@ -60,9 +77,21 @@ class Running:
     workdir: Path
     ports: dict[str, int]
     prometheus: str  # its URL
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)  # each service's, now
+    versions: dict[str, str] = field(default_factory=dict)  # the version each service runs
+    timeouts: dict[str, float] = field(default_factory=dict)  # call timeouts pushed by config
 
     def url(self, service: str, path: str = "/work") -> str:
         return f"http://127.0.0.1:{self.ports[service]}{path}"
+
+    def redeploy(self, service: str, version: str, *, defect: str = "") -> None:
+        """The service's process stopped and a new one started on its port as `version` (with
+        a built-in `defect`, or none), as a single replica is rolled; returns once it answers."""
+        stop([self.processes[service]])
+        proc = _start_service(self.workdir, service, version=version, defect=defect)
+        self.processes[service] = proc
+        _wait_service(service, self.ports[service], proc)
+        self.versions[service] = version
 
 
 def mapping_file() -> Path:
@@ -93,31 +122,15 @@ def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterato
     (workdir / "shop.json").write_text(shop.to_json())
     (workdir / "ports.json").write_text(json.dumps(ports))
     (workdir / "proc").mkdir(exist_ok=True)
+    services: dict[str, subprocess.Popen[bytes]] = {}
     procs: list[subprocess.Popen[bytes]] = []
     outputs = []
     done = False
     try:
         for s in shop.services:
-            out = (workdir / "proc" / f"{s.name}.out").open("wb")
-            outputs.append(out)
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "lab.service",
-                        str(workdir / "shop.json"),
-                        s.name,
-                        str(workdir / "ports.json"),
-                        str(workdir),
-                    ],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            )
-        for s, proc in zip(shop.services, procs, strict=True):
-            _wait_service(s.name, ports[s.name], proc)
+            services[s.name] = _start_service(workdir, s.name, version=FIRST_VERSION)
+        for s in shop.services:
+            _wait_service(s.name, ports[s.name], services[s.name])
         (workdir / "prometheus.yml").write_text(prometheus_config(shop, ports, extra=prometheus_extra))
         port = _port()
         log = (workdir / "proc" / "prometheus.out").open("wb")
@@ -137,15 +150,37 @@ def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterato
         )
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, procs[-1], workdir / "proc" / "prometheus.out")
-        yield Running(shop, workdir, ports, url)
+        yield Running(shop, workdir, ports, url, services, {s.name: FIRST_VERSION for s in shop.services})
         done = True
     finally:
-        stop(procs)
+        stop([*services.values(), *procs])  # the services as they run now, redeployed or not
         for f in outputs:
             f.close()
         if done:
             shutil.rmtree(workdir / "tsdb", ignore_errors=True)
             shutil.rmtree(workdir / "data", ignore_errors=True)
+
+
+def _start_service(workdir: Path, name: str, *, version: str, defect: str = "") -> subprocess.Popen[bytes]:
+    """One service's process, its output appended to proc/NAME.out (a redeploy adds to it)."""
+    with (workdir / "proc" / f"{name}.out").open("ab") as out:  # the child keeps its own descriptor
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "lab.service",
+                str(workdir / "shop.json"),
+                name,
+                str(workdir / "ports.json"),
+                str(workdir),
+                "--version",
+                version,
+                *(("--defect", defect) if defect else ()),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def stop(procs: list[subprocess.Popen[bytes]], *, grace: float = 15.0) -> None:
@@ -226,13 +261,62 @@ async def load(
     return dict(counts)
 
 
-async def inject(lab: Running, fault: PlannedFault) -> None:
+async def inject(lab: Running, fault: PlannedFault) -> list[Change]:
+    """The fault begun; the changes it made, where it is a change (a deploy, a config push)."""
+    if fault.family == "deploy":
+        return [await deploy(lab, fault.service, defect=fault.defect)]
+    if fault.family == "config":
+        return [await push_config(lab, fault.service, CONFIG_TIMEOUT)]
+    await _post(lab, fault.service, "/admin/fault", {"kind": fault.family, "seconds": fault.seconds})
+    return []
+
+
+async def undo(lab: Running, fault: PlannedFault, made: list[Change]) -> list[Change]:
+    """A change-fault undone at its end: the version before it rolled back, the config reverted."""
+    if fault.family == "deploy":
+        return [await deploy(lab, fault.service, version=made[0].before, kind=ChangeKind.ROLLBACK)]
+    if fault.family == "config":
+        return [await push_config(lab, fault.service, CALL_TIMEOUT)]
+    return []
+
+
+async def deploy(
+    lab: Running, service: str, *, defect: str = "", version: str = "", kind: ChangeKind = ChangeKind.DEPLOY
+) -> Change:
+    """The service redeployed as `version` (default: the next patch version), journalled as a
+    pipeline would post it, at the moment the old process is stopped."""
+    before = lab.versions[service]
+    major, minor, patch = before.split(".")
+    after = version or f"{major}.{minor}.{int(patch) + 1}"
+    at = time.time()
+    await asyncio.to_thread(lab.redeploy, service, after, defect=defect)
+    return Change(service, kind, at, before=before, after=after, who="lab-ci", source="marker")
+
+
+async def push_config(lab: Running, service: str, timeout: float) -> Change:
+    """A config push: the service's call timeout set, journalled as a pipeline would post it."""
+    before = lab.timeouts.get(service, CALL_TIMEOUT)
+    at = time.time()
+    await _post(lab, service, "/admin/config", {"call_timeout": timeout})
+    lab.timeouts[service] = timeout
+    return Change(
+        service,
+        ChangeKind.CONFIG,
+        at,
+        before=f"call_timeout={before:g}s",
+        after=f"call_timeout={timeout:g}s",
+        who="lab-ci",
+        source="marker",
+    )
+
+
+async def _post(lab: Running, service: str, path: str, body: dict[str, object]) -> None:
     async with (
         aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as client,
-        client.post(lab.url(fault.service, "/admin/fault"), json={"kind": fault.family, "seconds": fault.seconds}) as r,
+        client.post(lab.url(service, path), json=body) as r,
     ):
         if r.status != 200:
-            raise RuntimeError(f"{fault.service} refused fault {fault.family}: {await r.text()}")
+            raise RuntimeError(f"{service} refused {path} {body}: {await r.text()}")
 
 
 class Interrupted(RuntimeError):
@@ -259,44 +343,73 @@ async def drive(
     rate: float,
     progress: Progress,
     stop: threading.Event | None = None,
-) -> tuple[list[dict[str, str]], Window, dict[str, int]]:
-    """Load all along; each fault at its time. Returns the labels, the recorded span and the
-    load's answers by status; Interrupted once `stop` is set."""
+    bystanders: tuple[PlannedChange, ...] = (),
+) -> tuple[list[dict[str, str]], list[Change], Window, dict[str, int]]:
+    """Load all along; each fault, its undoing and each harmless change at its time. Returns
+    the labels, the changes made, the recorded span and the load's answers by status;
+    Interrupted once `stop` is set."""
     began = time.time()
     first = began + warmup
     end = first + max(f.offset + f.seconds for f in faults) + tail
     answers: dict[str, int] = {}
     loader = asyncio.create_task(load(lab, end, rate=rate, seed=lab.shop.seed, counts=answers))
     try:
-        labels = await _faults(lab, faults, first, answers, progress, stop)
+        labels, changes = await _faults(lab, faults, bystanders, first, answers, progress, stop)
         await _until(end, stop)
     except BaseException:
         loader.cancel()
         raise
     counts = await loader
-    return labels, Window(began, time.time()), counts
+    return labels, changes, Window(began, time.time()), counts
+
+
+_START, _UNDO, _BYSTANDER = range(3)
 
 
 async def _faults(
     lab: Running,
     faults: tuple[PlannedFault, ...],
+    bystanders: tuple[PlannedChange, ...],
     first: float,
     answers: dict[str, int],
     progress: Progress,
     stop: threading.Event | None,
-) -> list[dict[str, str]]:
-    """Each fault injected at its time and journalled as its label."""
+) -> tuple[list[dict[str, str]], list[Change]]:
+    """Each fault injected at its time and journalled as its label; a change-fault undone at
+    its end; each harmless change made at its time; every change journalled as it is made."""
     labels: list[dict[str, str]] = []
-    journal = lab.workdir / "faults.jsonl"
-    for i, fault in enumerate(faults):
-        await _until(first + fault.offset, stop)
+    changes: list[Change] = []
+    made: dict[int, list[Change]] = {}
+    journal, change_journal = lab.workdir / "faults.jsonl", lab.workdir / "changes.jsonl"
+    events = sorted(
+        [(f.offset, _START, i) for i, f in enumerate(faults)]
+        + [(f.offset + f.seconds, _UNDO, i) for i, f in enumerate(faults) if f.family in BY_CHANGE]
+        + [(c.offset, _BYSTANDER, j) for j, c in enumerate(bystanders)]
+    )
+
+    def journalled(new: list[Change]) -> list[Change]:
+        changes.extend(new)
+        with change_journal.open("a") as f:
+            f.writelines(json.dumps(c.to_json()) + "\n" for c in new)
+        return new
+
+    for offset, what, i in events:
+        await _until(first + offset, stop)
+        if what == _UNDO:
+            journalled(await undo(lab, faults[i], made[i]))
+            continue
+        if what == _BYSTANDER:
+            (change,) = journalled([await deploy(lab, bystanders[i].service)])
+            progress(f"lab-{lab.shop.seed}: harmless {change.describe()}")
+            continue
+        fault = faults[i]
         if i == 0 and answers.get("200", 0) < HEALTHY_SHARE * max(1, sum(answers.values())):
             raise RuntimeError(
                 f"lab-{lab.shop.seed} was not healthy before its first fault (the entry answered "
                 f"{answers}); no incident is labelled on a broken shop"
             )
         at = time.time()
-        await inject(lab, fault)
+        made[i] = journalled(await inject(lab, fault))
         label = {
             "inject_time": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S"),
             "inject_timestamp": f"{at:.3f}",
@@ -311,11 +424,14 @@ async def _faults(
             f"lab-{lab.shop.seed}: fault {i + 1}/{len(faults)} {fault.family} on {fault.service} "
             f"for {fault.seconds:.0f} s"
         )
-    return labels
+    return labels, changes
 
 
-async def save(lab: Running, span: Window, labels: list[dict[str, str]], out: Path) -> list[Path]:
-    """The run's telemetry, read back as the bot reads a live system, in the Nezha layout."""
+async def save(
+    lab: Running, span: Window, labels: list[dict[str, str]], out: Path, changes: list[Change] | None = None
+) -> list[Path]:
+    """The run's telemetry, read back as the bot reads a live system, in the Nezha layout, with
+    the changes made beside it (each day's own)."""
     traces = sorted((lab.workdir / "traces").glob("*.otlp.jsonl"))
     sources = Sources(
         metrics=PrometheusMetrics(lab.prometheus, load_mapping(mapping_file()), timeout=60),
@@ -329,6 +445,9 @@ async def save(lab: Running, span: Window, labels: list[dict[str, str]], out: Pa
             if label["inject_time"].startswith(day.name):
                 hours[label["inject_time"][11:13]].append(label)
         (day / "lab-fault_list.json").write_text(json.dumps(hours, indent=1) + "\n")
+        if changes:
+            own = [c for c in changes if datetime.fromtimestamp(c.time, UTC).strftime("%Y-%m-%d") == day.name]
+            write_changes(own, day / CHANGES_FILE)
     return days
 
 
@@ -342,6 +461,7 @@ def record_shop(
     rate: float,
     progress: Progress = print,
     stop: threading.Event | None = None,
+    bystanders: tuple[PlannedChange, ...] = (),
 ) -> Path:
     """One shop's recording under out/lab-<seed>; the raw run stays in out/.runs/lab-<seed> only on failure.
     Once `stop` is set, its processes are stopped and Interrupted raised (a save under way
@@ -357,17 +477,18 @@ def record_shop(
             f"lab-{seed}: {len(shop.services)} services up, entry {shop.entry}; "
             f"{len(plan)} faults after {warmup:.0f} s of normal load"
         )
-        labels, span, counts = asyncio.run(
-            drive(lab, plan, warmup=warmup, tail=tail, rate=rate, progress=progress, stop=stop)
+        labels, changes, span, counts = asyncio.run(
+            drive(lab, plan, warmup=warmup, tail=tail, rate=rate, progress=progress, stop=stop, bystanders=bystanders)
         )
         time.sleep(2 * SCRAPE_SECONDS)  # the last scrape lands
         staging = out / ".runs" / f"lab-{seed}.saving"
         shutil.rmtree(staging, ignore_errors=True)
-        asyncio.run(save(lab, span, labels, staging))
+        asyncio.run(save(lab, span, labels, staging, changes))
     meta = {
         "seed": seed,
         "shop": json.loads(shop.to_json()),
         "faults": [asdict(f) for f in plan],
+        "harmless_changes": [asdict(c) for c in bystanders],
         "recorded": {"start": span.start, "end": span.end},
         "load": counts,
         "scrape_seconds": SCRAPE_SECONDS,
@@ -389,6 +510,8 @@ def record(
     rate: float = 10.0,
     spacing: tuple[float, float] = (240.0, 420.0),
     duration: tuple[float, float] = (120.0, 240.0),
+    families: tuple[str, ...] = FAMILIES,
+    harmless: int = 0,
     parallel: int = 3,
     progress: Progress = print,
     stop: threading.Event | None = None,
@@ -405,8 +528,18 @@ def record(
             return None
         try:
             shop = draw_shop(seed)
-            plan = schedule(shop, faults, spacing=spacing, duration=duration)
-            return record_shop(shop, plan, out, warmup=warmup, tail=tail, rate=rate, progress=progress, stop=stop)
+            plan = schedule(shop, faults, spacing=spacing, duration=duration, families=families)
+            return record_shop(
+                shop,
+                plan,
+                out,
+                warmup=warmup,
+                tail=tail,
+                rate=rate,
+                progress=progress,
+                stop=stop,
+                bystanders=bystander_changes(shop, plan, harmless),
+            )
         except (RuntimeError, OSError, ValueError) as exc:
             progress(f"lab-{seed}: failed: {exc}")
             return None

@@ -9,6 +9,9 @@ below it (W3C trace context passed on) and checks what they answer. It exports:
 
 `POST /admin/fault {"kind", "seconds"}` turns a fault on inside the process (lab.faults names
 them); the telemetry then shows whatever the fault really does, nothing is written for it.
+`POST /admin/config {"call_timeout"}` is a config push: how long a call out may take. A
+version (`--version`, exported as `lab_build_info`) may carry a defect (`--defect KIND`): one
+of the in-process faults, on for as long as the version runs.
 """
 
 from __future__ import annotations
@@ -33,15 +36,14 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import SpanKind, Status, StatusCode
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from lab.faults import IN_PROCESS
+from lab.faults import CALL_TIMEOUT, IN_PROCESS
 from lab.shop import ServiceSpec, Shop
 
 TRACE_SHARE = 0.2  # share of requests traced, decided at the entry and kept downstream
-CALL_TIMEOUT = 2.0  # seconds a call to another service may take
 LEAK_STEP = 4 * 1024 * 1024  # bytes a memory leak keeps each second
 LEAK_CAP = 600 * 1024 * 1024
 DISK_STEP = 8 * 1024 * 1024  # bytes a disk fill writes each second
@@ -62,6 +64,7 @@ CALLS = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
 )
 STORE_OPS = Counter("lab_store_operations_total", "Operations on the backing store", ["store", "outcome"])
+BUILD = Gauge("lab_build_info", "The version this process runs", ["version"])
 
 
 class ProcessIO(Collector):
@@ -150,13 +153,16 @@ class JsonLines(logging.Formatter):
 class Faults:
     """The faults this process is under, each until its end time (monotonic seconds)."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, *, built_in: str = "") -> None:
+        if built_in and built_in not in IN_PROCESS:
+            raise ValueError(f"unknown defect {built_in!r}; known: {', '.join(sorted(IN_PROCESS))}")
         self.until: dict[str, float] = {}
         self.data = data
+        self.built_in = built_in  # a defect of the version: on as long as the process runs
         self._threads: dict[str, threading.Thread] = {}
 
     def on(self, kind: str) -> bool:
-        return time.monotonic() < self.until.get(kind, 0.0)
+        return kind == self.built_in or time.monotonic() < self.until.get(kind, 0.0)
 
     def start(self, kind: str, seconds: float) -> None:
         if kind not in IN_PROCESS:
@@ -199,11 +205,12 @@ class Broken(Exception):
 
 
 class Service:
-    def __init__(self, shop: Shop, spec: ServiceSpec, ports: dict[str, int], out: Path) -> None:
+    def __init__(self, shop: Shop, spec: ServiceSpec, ports: dict[str, int], out: Path, *, defect: str = "") -> None:
         self.shop, self.spec, self.ports = shop, spec, ports
         self.data = out / "data" / spec.name
         self.data.mkdir(parents=True, exist_ok=True)
-        self.faults = Faults(self.data)
+        self.faults = Faults(self.data, built_in=defect)
+        self.call_timeout = CALL_TIMEOUT
         self.log = logging.getLogger(spec.name)
         self.tracer = trace.get_tracer("lab")
         self.client: ClientSession | None = None
@@ -302,7 +309,8 @@ class Service:
             try:
                 async with self.pool:
                     url = f"http://127.0.0.1:{self.ports[callee]}/work?item={item}"
-                    async with self.client.get(url, headers=headers) as r:
+                    limit = ClientTimeout(total=self.call_timeout)
+                    async with self.client.get(url, headers=headers, timeout=limit) as r:
                         body = await r.json(content_type=None)
                         if r.status >= 400:
                             raise Broken(f"status {r.status}")
@@ -334,6 +342,18 @@ class Service:
         if kind == "pool":
             asyncio.get_running_loop().call_later(seconds, self._pool_back)
         self.log.debug("fault %s for %.0f s", kind, seconds)
+        return web.json_response({"ok": True})
+
+    async def admin_config(self, request: web.Request) -> web.Response:
+        try:
+            doc = await request.json()
+            timeout = float(doc["call_timeout"])
+            if not 0 < timeout <= 60:
+                raise ValueError(f"call_timeout {timeout} is not in (0, 60] seconds")
+        except (ValueError, KeyError, TypeError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        self.call_timeout = timeout
+        self.log.info("config: call timeout %.3f s", timeout)
         return web.json_response({"ok": True})
 
     def _pool_back(self) -> None:
@@ -411,6 +431,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("name")
     p.add_argument("ports", type=Path)
     p.add_argument("out", type=Path)
+    p.add_argument("--version", default="1.0.0", help="the version this process runs")
+    p.add_argument("--defect", default="", help="an in-process fault built into the version")
     args = p.parse_args(argv)
     shop = Shop.from_json(args.shop.read_text())
     spec = shop.service(args.name)
@@ -430,12 +452,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     trace.set_tracer_provider(provider)
     REGISTRY.register(ProcessIO())
-    service = Service(shop, spec, ports, args.out)
+    BUILD.labels(args.version).set(1)
+    service = Service(shop, spec, ports, args.out, defect=args.defect)
     app = web.Application()
     app.router.add_get("/work", service.work)
     app.router.add_get("/metrics", service.metrics)
     app.router.add_get("/health", service.health)
     app.router.add_post("/admin/fault", service.admin_fault)
+    app.router.add_post("/admin/config", service.admin_config)
     app.on_startup.append(service.start)
     app.on_cleanup.append(service.stop)
     try:

@@ -33,6 +33,7 @@ class FaultType(StrEnum):
     EXCEPTION = "exception"
     WRONG_RESULT = "wrong_result"
     OVERLOAD = "overload"
+    RELEASE = "release"  # a faulty release or config change: what followed the change is the fault
     UNKNOWN = "unknown"
 
 
@@ -46,6 +47,7 @@ _FAULT_WORDS: tuple[tuple[tuple[str, ...], FaultType], ...] = (
     (("requests", "overload", "load", "stress"), FaultType.OVERLOAD),
     (("return", "wrong"), FaultType.WRONG_RESULT),
     (("exception", "error", "inject = true", "fail"), FaultType.EXCEPTION),
+    (("release", "config_change"), FaultType.RELEASE),
 )
 
 

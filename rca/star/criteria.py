@@ -54,6 +54,7 @@ MECHANISM_MODALITIES: dict[FaultType, tuple[str, ...]] = {
     FaultType.EXCEPTION: ("logs", "traces"),
     FaultType.WRONG_RESULT: ("logs",),
     FaultType.OVERLOAD: ("metrics",),
+    FaultType.RELEASE: ("logs", "traces", "metrics"),
     FaultType.UNKNOWN: (),
 }
 
@@ -67,6 +68,7 @@ MECHANISM_TOOLS: dict[FaultType, tuple[str, ...]] = {
     FaultType.EXCEPTION: ("logs", "spans"),
     FaultType.WRONG_RESULT: ("logs",),
     FaultType.OVERLOAD: ("metrics",),
+    FaultType.RELEASE: ("logs", "spans", "metrics"),
     FaultType.UNKNOWN: ("metrics", "logs", "spans"),
 }
 

@@ -132,3 +132,46 @@ def test_a_recording_stopped_by_sigterm_leaves_no_process_behind(prometheus: Non
     assert "stopped by a signal" in rest
     assert of_this_run() == []
     assert os.path.isdir(tmp_path / ".runs" / "lab-7")  # the raw run is kept, as on any failure
+
+
+def test_a_faulty_release_is_deployed_rolled_back_and_journalled(prometheus: None, tmp_path: Path) -> None:
+    """A deploy fault restarts the service as a new version carrying its defect, and rolls it
+    back at its end; a harmless deploy restarts a bystander. Each change is in the recording's
+    changes.jsonl as a pipeline would post it, the label types as a release, and the defect
+    shows in the telemetry (the errors it logs), nothing written for it."""
+    import json
+
+    from lab.faults import PlannedChange
+
+    shop = draw_shop(7, size=3)
+    victim, other = (s.name for s in shop.services if s.name != shop.entry)
+    plan = (PlannedFault(0.0, 40.0, victim, "deploy", "error"),)
+    before = _lab_processes()
+    out = record_shop(
+        shop, plan, tmp_path, warmup=30.0, tail=10.0, rate=8.0, progress=lambda _: None,
+        bystanders=(PlannedChange(15.0, other),),
+    )  # fmt: skip
+    assert _lab_processes() == before  # the redeployed processes are stopped too
+    (case,) = find_cases(out)
+    assert case.label.service == victim and case.label.fault_type is FaultType.RELEASE
+    (changes_file,) = out.glob("rca_data/*/changes.jsonl")
+    changes = [json.loads(line) for line in changes_file.read_text().splitlines()]
+    assert [(c["service"], c["kind"], c["before"], c["after"]) for c in changes] == [
+        (victim, "deploy", "1.0.0", "1.0.1"),
+        (other, "deploy", "1.0.0", "1.0.1"),
+        (victim, "rollback", "1.0.1", "1.0.0"),
+    ]
+    assert case.label.start is not None and abs(_epoch(changes[0]["time"]) - case.label.start) < 1.0
+    errors = [
+        line
+        for path in out.glob("rca_data/*/log/*.csv")
+        for line in path.read_text().splitlines()
+        if victim in line and "quota exceeded" in line
+    ]
+    assert errors  # the faulty version refused requests, and said so in its own log
+
+
+def _epoch(iso: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()

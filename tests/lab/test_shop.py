@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from lab.faults import FAMILIES, IN_PROCESS, can_suffer, schedule
+from lab.faults import DEFECTS, FAMILIES, LABELS, bystander_changes, can_suffer, schedule
 from lab.record import FIXED_SEEDS, prometheus_config, seeds_of
 from lab.shop import STORES, Shop, draw_shop
 from rca.model import FaultType, fault_type_from_text
@@ -39,14 +39,29 @@ def test_schedule_covers_every_family_where_it_can_show() -> None:
         assert {f.family for f in plan[: len(FAMILIES)]} == set(FAMILIES)
         assert all(can_suffer(shop, f.service, f.family) for f in plan)
         assert [f.offset for f in plan] == sorted(f.offset for f in plan)
+        assert all((f.defect in DEFECTS) == (f.family == "deploy") for f in plan)
     with pytest.raises(ValueError, match="unknown fault families"):
         schedule(draw_shop(0), 3, families=("cpu", "meteor"))
 
 
 def test_every_label_is_typed_by_the_engine_s_own_fault_words() -> None:
-    typed = {family: fault_type_from_text(label) for family, label in IN_PROCESS.items()}
+    typed = {family: fault_type_from_text(label) for family, label in LABELS.items()}
     assert FaultType.UNKNOWN not in typed.values()
     assert typed["cpu"] is FaultType.CPU and typed["memory"] is FaultType.MEMORY and typed["disk"] is FaultType.DISK
+    assert typed["deploy"] is typed["config"] is FaultType.RELEASE
+
+
+def test_harmless_changes_fall_on_services_no_fault_is_on_then() -> None:
+    for seed in range(10):
+        shop = draw_shop(seed)
+        plan = schedule(shop, 6)
+        changes = bystander_changes(shop, plan, 5)
+        assert changes == bystander_changes(shop, plan, 5) and len(changes) <= 5
+        assert [c.offset for c in changes] == sorted(c.offset for c in changes)
+        for c in changes:
+            assert 0 <= c.offset <= max(f.offset + f.seconds for f in plan)
+            assert not any(f.service == c.service and f.offset - 60 <= c.offset <= f.offset + f.seconds for f in plan)
+    assert bystander_changes(draw_shop(0), schedule(draw_shop(0), 3), 0) == ()
 
 
 def test_seeds_are_fixed_ranges_or_fresh_above_them() -> None:
