@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from rca.telemetry import to_iso
+from rca.timestamps import parse_timestamp
 
 
 class ChangeKind(StrEnum):
@@ -48,6 +49,33 @@ class Change:
             "link": self.link,
             "source": self.source,
         }
+
+    @staticmethod
+    def from_json(doc: object, *, source: str = "") -> Change:
+        """The change `to_json` wrote; ValueError (or InputError for a bad time) for anything
+        else. `source` where the document names none."""
+        if not isinstance(doc, dict):
+            raise ValueError("not an object")
+
+        def text(key: str) -> str:
+            value = doc.get(key, "")
+            if not isinstance(value, str) or len(value) > 2000:
+                raise ValueError(key)
+            return value
+
+        service = text("service")
+        if not service:
+            raise ValueError("service")
+        return Change(
+            service=service[:200],
+            kind=ChangeKind(text("kind")),
+            time=parse_timestamp(text("time")),
+            before=text("before"),
+            after=text("after"),
+            who=text("who"),
+            link=text("link"),
+            source=text("source") or source,
+        )
 
     def describe(self) -> str:
         """`orders 1.4.2 → 1.4.3 (deploy by ci)`, as much of it as is known."""

@@ -17,6 +17,7 @@ from typing import NewType
 
 import networkx as nx
 
+from rca.changes import Change
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.traces import NO_GAPS, GapShare
 from rca.fault_model import GATES, LOG_PART, PART_OF_SIGNAL, FaultModel, scaled_fields
@@ -26,6 +27,7 @@ from rca.rules.answers import earlier_caller
 from rca.rules.background import keep_what_stands_out
 from rca.rules.board import Board
 from rca.rules.causality import Causality
+from rca.rules.changes import changed_first, lift_changed
 from rca.rules.comovement import weigh_comovement
 from rca.rules.dominance import lift_dominant
 from rca.rules.endpoints import discount_endpoints
@@ -232,9 +234,10 @@ def score_hypotheses(
     edge_share: Callable[[str], GapShare] = lambda _: NO_GAPS,
     config: ScoringConfig = ScoringConfig(),
     alert_time: float | None = None,
+    changes: Sequence[Change] = (),
 ) -> list[Hypothesis]:
     """Every (service, fault type) hypothesis the evidence supports, best first (alert_time:
-    when the symptom alerted, where known)."""
+    when the symptom alerted, where known; changes: what was changed around the window)."""
     ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
     comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref)
     recipes = config.model.recipes
@@ -258,8 +261,7 @@ def score_hypotheses(
             if entity not in best or value > best[entity][0]:
                 best[entity] = (value, fault, cites)
     values = {e: v for e, (v, _, _) in best.items()}
-    # the evidence of the incident asked about: all of it, unless `timing` tells it apart
-    current = frozenset(ev.id for ev in evidence if weight(ev, ref, past_weight=0.0, timing=config.on("timing")) == 1.0)
+    current = _current(evidence, ref, config)
     undated = (
         frozenset(ev.id for ev in evidence if elsewhere(ev, ref) is Elsewhere.UNDER_WAY and undatable(ev, window))
         if config.on("timing")
@@ -275,8 +277,9 @@ def score_hypotheses(
         current,
         edge_share,
         undated,
+        tuple(changes),
     )
-    adjusted = _apply_rules(values, board, config)
+    adjusted, released = _apply_rules(values, board, config)
     # values equal to three places (saturated signals) are told apart by the raw deviation of
     # the evidence each cites of this incident (then any of its evidence: names come last)
     strength = {
@@ -301,6 +304,8 @@ def score_hypotheses(
     for i, (entity, (value, why)) in enumerate(ranked, start=1):
         _, fault, cites = best[entity]
         share, missing = hidden[fault]
+        if entity in released:  # what followed the change is the change's doing
+            fault, share = FaultType.RELEASE, 0.0
         if config.on("unseen") and share > 0 and why:
             why = f"{why}; {share:.0%} of its {fault.value} footprint is in {' and '.join(missing)}, missing here: counted at half"
         out.append(
@@ -325,13 +330,24 @@ def supported_faults(
     config: ScoringConfig = ScoringConfig(),
     alert_time: float | None = None,
     window: Window,
+    changes: Sequence[Change] = (),
 ) -> dict[str, frozenset[FaultType]]:
     """Per service, the fault types whose primary component its evidence shows, read as
-    `score_hypotheses` reads it (rca.fault_model.GATES): the types a hypothesis about it may
-    carry. `population`: the services of the call graph."""
+    `score_hypotheses` reads it (rca.fault_model.GATES), and a release where it changed first
+    (rule `changes`): the types a hypothesis about it may carry. `population`: the services
+    of the call graph."""
     ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
     comps = _components(evidence, config, edge_share, population, ref)
-    return {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
+    out = {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
+    if config.on("changes") and changes:
+        for entity in changed_first(evidence, _current(evidence, ref, config), changes, window):
+            out[entity] = out.get(entity, frozenset()) | {FaultType.RELEASE}
+    return out
+
+
+def _current(evidence: Sequence[Evidence], ref: Reference, config: ScoringConfig) -> frozenset[EvidenceId]:
+    """The evidence of the incident asked about: all of it, unless `timing` tells it apart."""
+    return frozenset(ev.id for ev in evidence if weight(ev, ref, past_weight=0.0, timing=config.on("timing")) == 1.0)
 
 
 def _shows(sig: _Signals, fault: FaultType) -> bool:
@@ -339,8 +355,11 @@ def _shows(sig: _Signals, fault: FaultType) -> bool:
     return any(sig.get(part) > 0 for part in GATES[fault])
 
 
-def _apply_rules(values: dict[str, float], board: Board, cfg: ScoringConfig) -> dict[str, tuple[float, str]]:
-    """The value rules, in order; each service's value and why it has it."""
+def _apply_rules(
+    values: dict[str, float], board: Board, cfg: ScoringConfig
+) -> tuple[dict[str, tuple[float, str]], frozenset[str]]:
+    """The value rules, in order; each service's value and why it has it, and the services
+    whose fault is a change (rule `changes`)."""
     if cfg.on("kpi"):
         values = drop_kpis(values, board)
     if cfg.on("comovement"):
@@ -366,6 +385,9 @@ def _apply_rules(values: dict[str, float], board: Board, cfg: ScoringConfig) -> 
                 value *= cfg.victim_factor
                 why = f"began after anomalous caller {caller}"
         out[entity] = (value, why)
+    released: frozenset[str] = frozenset()
+    if cfg.on("changes") and board.changes:
+        out, released = lift_changed(out, board)
     if cfg.on("dominance"):
         out = lift_dominant(out, board, factor=cfg.dominance_factor)
-    return out
+    return out, released

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NewType
 
+from rca.changes import Change
 from rca.sources.protocols import LogSource, MetricSource, TopologySource, TraceSource
 from rca.telemetry import Window
 
@@ -114,6 +115,7 @@ class Incident:
     normal: Mapping[Modality, Normal] = field(default_factory=dict)
     alert_time: float | None = None
     notes: tuple[str, ...] = ()
+    changes: tuple[Change, ...] = ()  # deploys, config pushes and the like, where they are recorded
 
     def normal_for(self, modality: Modality) -> Normal | None:
         return self.normal.get(modality)

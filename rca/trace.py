@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
+from rca.changes import Change
 from rca.decision import decide
 from rca.evidence import Evidence, EvidenceId, earliest_onsets
 from rca.evidence.traces import NO_GAPS, GapShare
@@ -37,6 +38,7 @@ class EvidencePackage:
     missing: tuple[str, ...]
     edge_shares: dict[str, GapShare]
     alert_time: float | None = None  # when the symptom alerted, where known
+    changes: tuple[Change, ...] = ()  # what was changed around the window, where recorded
 
     @property
     def examined(self) -> set[str]:
@@ -110,6 +112,7 @@ def hypothesis_set(
             edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS),
             config=config,
             alert_time=ep.alert_time,
+            changes=ep.changes,
         )
     )
 

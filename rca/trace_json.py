@@ -11,6 +11,7 @@ from typing import Any
 
 import jsonschema
 
+from rca.changes import Change
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.traces import GapShare
 from rca.hypotheses import Hypothesis, HypothesisId
@@ -58,6 +59,7 @@ def to_json(trace: Trace) -> dict[str, Any]:
                 k: {"in": round(v.incoming, 4), "out": round(v.outgoing, 4), "timed": sorted(v.timed)}
                 for k, v in sorted(ep.edge_shares.items())
             },
+            **({"changes": [c.to_json() for c in ep.changes]} if ep.changes else {}),
         },
         "hypothesis_set": {"hypotheses": [h.to_json() for h in trace.hypotheses]},
         "analysis_structure": {
@@ -152,6 +154,7 @@ def from_json(doc: dict[str, Any]) -> Trace:
             for k, v in ep["edge_shares"].items()
         },
         parse_timestamp(ep["alert_time"]) if ep.get("alert_time") else None,
+        tuple(Change.from_json(c) for c in ep.get("changes", ())),
     )
     hyps = tuple(
         Hypothesis(

@@ -49,6 +49,7 @@ class RandomOrderEngine:
             modalities=box.modalities(),
             edge_share=box.edge_share,
             alert_time=incident.alert_time,
+            changes=incident.changes,
         )
         ranking = tuple(
             Candidate(h.service, c, h.fault_type, (h.rationale,))

@@ -97,6 +97,7 @@ class Toolbox(MetricTools, LogTools, TraceTools):
             modalities=self.modalities(),
             edge_share=self.edge_share,
             alert_time=self.incident.alert_time,
+            changes=self.incident.changes,
         )
         leads = tuple(h.service for h in ranked[:top])
         return ToolResult("scan", modality, query, (), "ok" if leads else "no_data", leads)

@@ -66,6 +66,12 @@ RULES: tuple[Rule, ...] = (
         "A callee whose anomaly began well after an anomalous caller's is answering the caller's changed calls.",
     ),
     Rule(
+        "changes",
+        "A service changed before its own anomaly began, where that anomaly began no later than "
+        "any other service's, is the first suspect and its fault the change; a change with no "
+        "anomaly after it, or made after the incident was under way elsewhere, explains nothing.",
+    ),
+    Rule(
         "dominance",
         "A service whose own resources shifted an order of magnitude more than any other "
         "service's is the first suspect, whatever else the rules say.",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from rca.changes import Change
 from rca.evidence import Evidence, EvidenceId
 from rca.evidence.traces import NO_GAPS, GapShare
 from rca.model import FaultType
@@ -29,3 +30,4 @@ class Board:
     # the evidence rule `timing` set aside only because it ran since before the data, where the
     # data began inside the window (rca.rules.timing.undatable): time cannot place it
     undatable: frozenset[EvidenceId] = frozenset()
+    changes: tuple[Change, ...] = ()  # deploys, config pushes and the like around the window

@@ -63,6 +63,7 @@ class Shared:
                     edge_share=self.toolbox.edge_share,
                     config=self.config.scoring,
                     alert_time=self.toolbox.incident.alert_time,
+                    changes=self.toolbox.incident.changes,
                 )
             )
             self.hypotheses_cache[ids] = cached

@@ -204,6 +204,7 @@ def _trace(
         missing=tuple(dict.fromkeys(toolbox.missing)) + usage.notes,
         edge_shares=_edge_shares(toolbox, entities),
         alert_time=incident.alert_time,
+        changes=incident.changes,
     )
     hyps = state.hypotheses
     chains = analysis_structure(ep, hyps, graph=shared.graph, symptom=incident.symptom)

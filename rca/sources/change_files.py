@@ -8,10 +8,9 @@ import json
 import logging
 from pathlib import Path
 
-from rca.changes import Change, ChangeKind
+from rca.changes import Change
 from rca.errors import InputError
 from rca.telemetry import Window
-from rca.timestamps import parse_timestamp
 
 CHANGES_FILE = "changes.jsonl"
 log = logging.getLogger(__name__)
@@ -41,34 +40,9 @@ def read_changes(path: Path) -> list[Change]:
         if not line.strip():
             continue
         try:
-            out.append(_change(json.loads(line)))
+            out.append(Change.from_json(json.loads(line), source="file"))
         except (ValueError, TypeError, KeyError, InputError):
             bad += 1
     if bad:
         log.warning("%s: skipped %d line(s) that are not changes", path, bad)
     return out
-
-
-def _change(doc: object) -> Change:
-    if not isinstance(doc, dict):
-        raise ValueError("not an object")
-
-    def text(key: str) -> str:
-        value = doc.get(key, "")
-        if not isinstance(value, str) or len(value) > 2000:
-            raise ValueError(key)
-        return value
-
-    service = text("service")
-    if not service:
-        raise ValueError("service")
-    return Change(
-        service=service[:200],
-        kind=ChangeKind(text("kind")),
-        time=parse_timestamp(text("time")),
-        before=text("before"),
-        after=text("after"),
-        who=text("who"),
-        link=text("link"),
-        source=text("source") or "file",
-    )

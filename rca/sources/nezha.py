@@ -165,6 +165,7 @@ def day_incident(
         sources=sources,
         normal=normals,
         notes=tuple(_notes(sources, folder, normal)),
+        changes=folder.changes(),
     )
 
 

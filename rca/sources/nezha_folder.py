@@ -19,7 +19,9 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from rca.changes import Change
 from rca.errors import MalformedFile
+from rca.sources.change_files import CHANGES_FILE, read_changes
 from rca.sources.files import csv_files
 from rca.sources.memory import InMemoryLogs, InMemoryMetrics, InMemoryTraces, topology_from_spans
 from rca.sources.nezha_files import read_logs, read_metrics, read_spans
@@ -99,6 +101,7 @@ class Folder:
         self._lock = threading.Lock()
         self._metrics: list[Series] | None = None
         self._kpi: set[str] = set()
+        self._changes: tuple[Change, ...] | None = None
         self._skipped: list[str] = []  # metric-folder files that hold no series, or misrecorded times, and why
         self._minutes: dict[Path, object] = {}  # a file's log lines or spans, while a kept window holds it
         # what the same files read together give, computed once: merged records, span
@@ -107,6 +110,14 @@ class Folder:
 
     def has(self, kind: str) -> bool:
         return bool(csv_files(self.path / kind))
+
+    def changes(self) -> tuple[Change, ...]:
+        """The changes the folder's `changes.jsonl` records (a lab recording's, a snapshot's)."""
+        with self._lock:
+            if self._changes is None:
+                path = self.path / CHANGES_FILE
+                self._changes = tuple(read_changes(path)) if path.is_file() else ()
+            return self._changes
 
     def metrics(self) -> list[Series]:
         with self._lock:

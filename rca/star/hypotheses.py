@@ -35,6 +35,7 @@ def type_carried(trace: Trace, ctx: AuditContext) -> Criterion:
         edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS),
         alert_time=ep.alert_time,
         window=ep.window,
+        changes=ep.changes,
     ).get(top.service, frozenset())
     if top.fault_type in shown:
         return Criterion(

@@ -162,6 +162,7 @@ def test_a_faulty_release_is_deployed_rolled_back_and_journalled(prometheus: Non
         (victim, "rollback", "1.0.1", "1.0.0"),
     ]
     assert case.label.start is not None and abs(_epoch(changes[0]["time"]) - case.label.start) < 1.0
+    assert [(c.service, c.kind.value) for c in case.incident.changes] == [(c["service"], c["kind"]) for c in changes]
     errors = [
         line
         for path in out.glob("rca_data/*/log/*.csv")

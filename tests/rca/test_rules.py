@@ -4,9 +4,10 @@ from dataclasses import replace
 
 import networkx as nx
 
+from rca.changes import Change, ChangeKind
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.hypotheses import Hypothesis, ScoringConfig, score_hypotheses
-from rca.model import Modality
+from rca.model import FaultType, Modality
 from rca.rules.background import keep_what_stands_out
 from rca.rules.timing import ASKED_LATE
 from rca.signals import Signal
@@ -221,3 +222,52 @@ def test_asked_late_the_incident_under_way_when_the_window_opened_is_the_one_ask
     # data that began inside the window (a restarted exporter) cannot say the incident was under way
     restarted = replace(symptom, profile=tuple(p for p in flat if p[0] >= 420.0))
     assert _first([restarted, cause, later], graph) == "c"
+
+
+def _ranked(
+    evidence: list[Evidence], graph: nx.DiGraph, changes: list[Change], config: ScoringConfig = ScoringConfig()
+) -> list[Hypothesis]:
+    return score_hypotheses(
+        evidence, graph=graph, window=Window(0.0, 1000.0), symptom="front", config=config, changes=changes
+    )
+
+
+def test_a_service_changed_just_before_its_anomaly_began_first_of_all_is_first_and_its_fault_the_change() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("front", "c")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "error_rate", 40.0, Signal.ERRORS, 500.0)
+    strong = _shift(2, "b", "latency_seconds", 60.0, Signal.LATENCY, 500.0)  # what the telemetry alone puts first
+    released = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 490.0)
+    evidence = [symptom, strong, released]
+    deploy = Change("c", ChangeKind.DEPLOY, 470.0, before="1.4.2", after="1.4.3")
+    assert _ranked(evidence, graph, [])[0].service == "b"
+    top = _ranked(evidence, graph, [deploy])[0]
+    assert (top.service, top.fault_type) == ("c", FaultType.RELEASE) and "1.4.2 → 1.4.3" in top.rationale
+    assert _ranked(evidence, graph, [deploy], ScoringConfig(off=frozenset({"changes"})))[0].service == "b"
+    # a service whose own resources shifted an order of magnitude more than any other's stays first
+    hog = _shift(4, "b", "cpu_seconds", 300.0, Signal.CPU, 500.0)
+    assert _ranked([*evidence, hog], graph, [deploy])[0].service == "b"
+    # the order the changes and the evidence come in decides nothing
+    other = Change("quiet-1", ChangeKind.CONFIG, 300.0)
+    assert _ranked(evidence[::-1], graph, [other, deploy])[0].service == "c"
+    assert _ranked(evidence, graph, [deploy, other])[0].service == "c"
+
+
+def test_a_change_explains_nothing_without_an_anomaly_after_it_or_once_the_incident_was_under_way() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("front", "c")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "error_rate", 40.0, Signal.ERRORS, 500.0)
+    strong = _shift(2, "b", "latency_seconds", 60.0, Signal.LATENCY, 500.0)
+    evidence = [symptom, strong]
+    for change in (
+        Change("quiet-2", ChangeKind.DEPLOY, 450.0),  # no anomaly after it
+        Change("c", ChangeKind.DEPLOY, 450.0),  # c has no evidence at all
+    ):
+        assert _ranked(evidence, graph, [change])[0].service == "b"
+    # c's anomaly began after the change, but well after the incident was under way elsewhere
+    late = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 700.0)
+    assert _ranked([*evidence, late], graph, [Change("c", ChangeKind.DEPLOY, 650.0)])[0].service == "b"
+    # the change came after c's anomaly began: the anomaly did not follow it
+    early = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 490.0)
+    assert _ranked([*evidence, early], graph, [Change("c", ChangeKind.DEPLOY, 600.0)])[0].service == "b"
+    # older than the window by more than the window's length: it had that long to show
+    assert _ranked([*evidence, early], graph, [Change("c", ChangeKind.DEPLOY, -1500.0)])[0].service == "b"
+    assert _ranked([*evidence, early], graph, [Change("c", ChangeKind.DEPLOY, -500.0)])[0].service == "c"

@@ -311,3 +311,26 @@ def test_every_rule_can_be_switched_off_and_says_its_principle(case: IncidentCas
         assert asyncio.run(engine.investigate(case.incident)).ranking
     with pytest.raises(InputError, match="unknown rule"):
         build_engine("lats", ablation="rule:astrology")
+
+
+def test_changes_survive_the_round_trip_and_the_replay_and_a_bystander_s_move_nothing(case: IncidentCase) -> None:
+    from rca.changes import Change, ChangeKind
+    from rca.trace_json import schema
+
+    plain = asyncio.run(build_engine("lats").investigate(case.incident))
+    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
+    evidenced = {e["entity"] for e in plain.trace["evidence_package"]["evidence"]}  # type: ignore[index]
+    quiet = sorted(n for n in graph if n not in evidenced)[0]
+    window = case.incident.window
+    changes = (
+        Change(quiet, ChangeKind.DEPLOY, window.start + 10, before="1.0", after="1.1", who="ci", source="marker"),
+        Change(quiet, ChangeKind.CONFIG, window.start - 30, source="marker"),
+    )
+    diagnosis = asyncio.run(build_engine("lats").investigate(replace(case.incident, changes=changes)))
+    doc = diagnosis.trace
+    assert doc is not None and [c["service"] for c in doc["evidence_package"]["changes"]] == [quiet, quiet]
+    jsonschema.validate(json.loads(json.dumps(doc)), schema())
+    trace = from_json(json.loads(json.dumps(doc)))
+    assert trace.evidence_package.changes == changes
+    assert to_json(replay(trace, graph=graph, start="hypothesis_set")) == doc
+    assert diagnosis.ranking == plain.ranking  # a change with no anomaly after it explains nothing
