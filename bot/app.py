@@ -28,7 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import scheduler
 from bot.alerts import Alerts, load_routes
-from bot.changes import Changes, ChangeSource
+from bot.changes import ChangedTelemetry, Changes, change_feed
 from bot.config import Settings, require_slack
 from bot.desk import Desk
 from bot.front import SlackFront
@@ -41,10 +41,7 @@ from handlers.changes import MAX_BODY as MAX_CHANGE
 from handlers.changes import parse_change
 from handlers.payloads import well_formed
 from handlers.webhooks import json_webhook
-from rca.sources.change_files import FileChanges
-from rca.sources.prometheus_changes import PrometheusChanges
 from storage.alerts import AlertStore
-from storage.changes import ChangeStore
 from storage.database import StorageError
 from storage.investigations import Store
 from storage.repair_memory import SqlRepairMemory
@@ -106,13 +103,12 @@ def build_bot(settings: Settings, *, telemetry: Telemetry | None = None, stream_
             settings.summary_channel, cron=settings.summary_cron, tz=settings.summary_tz, user="", keep=True
         )
     telemetry = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
+    changes = change_feed(settings, telemetry)
     queue = JobQueue(settings.queue) if settings.queue else None
-    desk = Desk.from_settings(settings, telemetry=telemetry, store=store, memory=memory, queue=queue)
+    desk = Desk.from_settings(
+        settings, telemetry=ChangedTelemetry(telemetry, changes), store=store, memory=memory, queue=queue
+    )
     alert_store = AlertStore(settings.db)
-    recorded: list[ChangeSource] = [FileChanges(settings.data)] if settings.data else []
-    if settings.live.prometheus_url:
-        recorded.append(PrometheusChanges(settings.live.prometheus_url, timeout=settings.live.timeout))
-    changes = Changes(ChangeStore(settings.db), desk.telemetry, recorded)
     client = web_client(settings)
     app = AsyncApp(
         client=client,

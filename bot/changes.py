@@ -1,6 +1,7 @@
 """The change feed in the bot: changes posted to `POST /changes` recorded off the event loop,
-and read back, with those a live Prometheus records (rca.sources.prometheus_changes), for
-`/rca changes`, the verdict's "What changed" and the thread's "what changed?"."""
+and read back, with those a live Prometheus records (rca.sources.prometheus_changes) and a
+recording keeps, for the engine (each incident carries the changes around its window: rule
+`changes`), `/rca changes`, the verdict's "What changed" and the thread's "what changed?"."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from bot import blockkit
+from bot.config import Settings
 from bot.telemetry import Telemetry
 from handlers.fields import web_link
 from rca.changes import Change
 from rca.errors import RcaError
+from rca.model import Incident
+from rca.sources.change_files import FileChanges
+from rca.sources.prometheus_changes import PrometheusChanges
 from rca.telemetry import Window
 from storage.changes import ChangeStore
 from storage.database import StorageError
@@ -116,3 +122,41 @@ class Changes:
         if len(found) > MAX_LISTED:
             lines.insert(1, f"_{len(found) - MAX_LISTED} earlier change(s) not shown._")
         return "\n".join(lines) + unread
+
+
+def change_feed(settings: Settings, telemetry: Telemetry, *, db: str | None = None) -> Changes:
+    """The feed a configuration names: the record (RCABOT_DB, or `db`), a recording's files,
+    a live Prometheus."""
+    recorded: list[ChangeSource] = [FileChanges(settings.data)] if settings.data else []
+    if settings.live.prometheus_url:
+        recorded.append(PrometheusChanges(settings.live.prometheus_url, timeout=settings.live.timeout))
+    return Changes(ChangeStore(db or settings.db), telemetry, recorded)
+
+
+class ChangedTelemetry:
+    """Telemetry whose incidents carry the changes the feed holds from LOOK_BACK before their
+    window to its end, with those the recording itself keeps; a part of the feed that cannot be
+    read is a note on the incident, not a failure."""
+
+    def __init__(self, base: Telemetry, feed: Changes) -> None:
+        self.base = base
+        self.feed = feed
+
+    async def now(self) -> float:
+        return await self.base.now()
+
+    async def services(self) -> tuple[str, ...]:
+        return await self.base.services()
+
+    async def window(self, text: str) -> Window:
+        return await self.base.window(text)
+
+    async def incident(self, service: str, window: Window) -> Incident:
+        incident = await self.base.incident(service, window)
+        found, missing = await self.feed.read(window.start - LOOK_BACK, window.end)
+        unique = {(c.service, c.kind, c.time, c.after): c for c in (*incident.changes, *found)}
+        return replace(
+            incident,
+            changes=tuple(sorted(unique.values(), key=lambda c: (c.time, c.service))),
+            notes=(*incident.notes, *(f"changes: {m} not read" for m in missing)),
+        )

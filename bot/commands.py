@@ -322,6 +322,7 @@ async def do_backfill(args: argparse.Namespace) -> int:
 
 
 async def do_console(args: argparse.Namespace) -> int:
+    from bot.changes import ChangedTelemetry, change_feed
     from bot.console import PROMPT, Console  # the desk, its charts and the console: only here
     from bot.desk import Desk
 
@@ -330,8 +331,9 @@ async def do_console(args: argparse.Namespace) -> int:
     now = parse_timestamp(args.at) if args.at else settings.now
     store = Store(args.db or settings.db)
     memory = SqlRepairMemory(args.db or settings.db)
+    telemetry = telemetry_from(data=data, now=now, live=settings.live)
     desk = Desk(
-        telemetry=telemetry_from(data=data, now=now, live=settings.live),
+        telemetry=ChangedTelemetry(telemetry, change_feed(replace(settings, data=data), telemetry, db=args.db)),
         store=store,
         memory=memory,
         engine=settings.engine,

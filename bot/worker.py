@@ -16,6 +16,7 @@ from arq.connections import ArqRedis, RedisSettings
 from arq.worker import Worker, func
 from redis.exceptions import RedisError
 
+from bot.changes import ChangedTelemetry, change_feed
 from bot.config import Settings
 from bot.desk import Desk
 from bot.queue import QUEUE, events_key
@@ -107,7 +108,7 @@ async def serve_worker(
         raise RcaError("rcabot worker needs RCABOT_QUEUE, the redis:// URL the bot enqueues to")
     store = Store(settings.db, recover=False)  # the runs marked running are other workers' too
     tele = telemetry or telemetry_from(data=settings.data, now=settings.now, live=settings.live)
-    desk = Desk.from_settings(settings, telemetry=tele, store=store)
+    desk = Desk.from_settings(settings, telemetry=ChangedTelemetry(tele, change_feed(settings, tele)), store=store)
     delay = reconnect
     try:
         while not stop.is_set():

@@ -104,6 +104,10 @@ def test_the_verdict_says_what_changed_to_its_suspects_and_the_thread_answers_wh
             assert row is not None and row.top_service
             assert "What changed" in shown and f"v-{row.top_service}" in shown
             assert "other service(s) changed then" in shown  # about 40 changed: the suspects' are listed
+            # the engine was given them too: its trace carries every change around the window
+            assert row.trace is not None
+            carried = {c["service"] for c in row.trace["evidence_package"]["changes"]}
+            assert carried == set(services)
             await post(
                 url,
                 event_body(
@@ -129,3 +133,30 @@ def test_the_verdict_says_what_changed_to_its_suspects_and_the_thread_answers_wh
             assert bot.store.questions(row.id)[-1][0] == "what changed?"
 
     run(scenario)
+
+
+def test_each_incident_carries_the_changes_around_its_window_and_says_what_it_could_not_read(
+    tmp_path: Path, nezha_slice: Path
+) -> None:
+    from bot.changes import ChangedTelemetry, Changes
+    from bot.telemetry import ReplayTelemetry
+    from rca.changes import Change, ChangeKind
+    from rca.sources.prometheus_changes import PrometheusChanges
+    from storage.changes import ChangeStore
+
+    async def scenario() -> None:
+        base = ReplayTelemetry(nezha_slice)
+        window = await base.window("10m")
+        store = ChangeStore(tmp_path / "changes.db")
+        near = Change("ts-order-service", ChangeKind.DEPLOY, window.start - 120, before="1", after="2")
+        store.add(near)
+        store.add(Change("ts-order-service", ChangeKind.DEPLOY, window.start - 7200, after="0"))  # long before
+        unreachable = PrometheusChanges("http://127.0.0.1:9", timeout=2)
+        telemetry = ChangedTelemetry(base, Changes(store, base, [unreachable]))
+        incident = await telemetry.incident("Frontend", window)
+        assert [(c.service, c.after) for c in incident.changes] == [("ts-order-service", "2")]
+        assert any("changes Prometheus records" in n and "not read" in n for n in incident.notes)
+        assert incident.window == window and (await telemetry.services()) == (await base.services())
+        store.close()
+
+    asyncio.run(scenario())
