@@ -96,6 +96,13 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--vocabulary", default="", help="metric names rewritten: cadvisor, otel or short")
     ev.add_argument("--fleet", type=int, default=0, metavar="N", help="N idle services of noise beside the real ones")
     ev.add_argument(
+        "--bystander-changes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N harmless deploys planted on services other than the labelled one, around each window",
+    )
+    ev.add_argument(
         "--drift",
         default="",
         metavar="SHARE",

@@ -62,7 +62,13 @@ async def do_eval(args: argparse.Namespace) -> int:
         if n.strip() in VARIANTS
     ]
     protocol = parse_protocol(
-        args.protocol, args.hide, resample=args.resample, vocabulary=args.vocabulary, fleet=args.fleet, drift=args.drift
+        args.protocol,
+        args.hide,
+        resample=args.resample,
+        vocabulary=args.vocabulary,
+        fleet=args.fleet,
+        drift=args.drift,
+        bystanders=args.bystander_changes,
     )
     broken: list[BrokenCase] = []
     cases = [c for c in find_cases(args.path, broken=broken) if args.match in c.id]

@@ -25,7 +25,10 @@ vocabulary, beside a fleet of idle services, or with normal behaviour from anoth
 levels differ from this one's (`--drift`).
 
 Either can hide modalities (`logs`, `traces`, `metrics`) and the call graph (`topology`), as
-a team without tracing, or without a log pipeline, would be.
+a team without tracing, or without a log pipeline, would be, and plant harmless changes to
+bystanders (`--bystander-changes N`): deploys to services other than the labelled one, at
+times drawn from the case id over the window and as long again before it, as a busy team's
+pipeline posts them whatever is going wrong.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import hashlib
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from rca.changes import Change, ChangeKind
 from rca.errors import InputError
 from rca.evaluation.transforms import crop, drifted, parse_drift, parse_step, reshaped
 from rca.evaluation.vocabulary import Vocabulary, parse_vocabulary
@@ -41,6 +45,7 @@ from rca.model import Incident, IncidentCase, Modality, Sources
 from rca.replay import with_window
 from rca.sources.protocols import MetricQuery
 from rca.telemetry import Window
+from rca.topology import is_kpi
 
 
 class Placement(StrEnum):
@@ -65,6 +70,7 @@ class Protocol:
     vocabulary: Vocabulary | None = None  # metric names rewritten to this vocabulary
     fleet: int = 0  # idle services added beside the real ones
     drift: float = 0.0  # normal series read at levels up to this share from their own
+    bystanders: int = 0  # harmless changes planted on services other than the labelled one
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.hide) - set(HIDEABLE))
@@ -74,6 +80,8 @@ class Protocol:
             raise InputError(f"a fleet cannot hold {self.fleet} services")
         if not 0.0 <= self.drift < 1.0:
             raise InputError(f"a drift of {self.drift} is not a share of a level in [0, 1)")
+        if not 0 <= self.bystanders <= 1000:
+            raise InputError(f"{self.bystanders} bystander changes: plant 0 to 1000")
 
     @property
     def name(self) -> str:
@@ -86,6 +94,8 @@ class Protocol:
             parts.append(f"fleet {self.fleet}")
         if self.drift:
             parts.append(f"normal drifted {self.drift:.0%}")
+        if self.bystanders:
+            parts.append(f"{self.bystanders} bystander changes")
         if self.hide:
             parts.append(f"{'+'.join(sorted(self.hide))} hidden")
         return ", ".join(parts)
@@ -101,6 +111,8 @@ class Protocol:
             incident = await realistic(case)
             if case.label.start is not None:
                 incident = crop(incident, case.label.start)
+        if self.bystanders:
+            incident = await planted(case, incident, self.bystanders)
         return self.record(incident)
 
     def record(self, incident: Incident) -> Incident:
@@ -112,10 +124,17 @@ class Protocol:
 
 
 def parse_protocol(
-    placement: str, hide: str = "", *, resample: str = "", vocabulary: str = "", fleet: int = 0, drift: str = ""
+    placement: str,
+    hide: str = "",
+    *,
+    resample: str = "",
+    vocabulary: str = "",
+    fleet: int = 0,
+    drift: str = "",
+    bystanders: int = 0,
 ) -> Protocol:
     """A protocol from the command line's `--protocol`, `--hide` (comma-separated),
-    `--resample`, `--vocabulary`, `--fleet` and `--drift`."""
+    `--resample`, `--vocabulary`, `--fleet`, `--drift` and `--bystander-changes`."""
     try:
         where = Placement(placement.strip().lower())
     except ValueError:
@@ -129,6 +148,7 @@ def parse_protocol(
         vocabulary=parse_vocabulary(vocabulary) if vocabulary else None,
         fleet=fleet,
         drift=parse_drift(drift) if drift else 0.0,
+        bystanders=bystanders,
     )
 
 
@@ -176,6 +196,32 @@ async def late(case: IncidentCase) -> Incident:
     if first is not None and first >= window.end:
         window = Window(window.start, first + 1.0)
     return replace(with_window(incident, window), alert_time=None)
+
+
+async def planted(case: IncidentCase, incident: Incident, count: int) -> Incident:
+    """The incident with `count` harmless deploys to services other than the labelled one,
+    each service and time drawn from the case id, the times over the window and as long again
+    before it."""
+    names: set[str] = set()
+    if incident.sources.topology is not None:
+        graph = await incident.sources.topology.topology()
+        names.update(str(n) for n in graph if not is_kpi(graph, n))
+    if incident.sources.metrics is not None:
+        names.update(await incident.sources.metrics.entities())
+    pool = sorted(names - {case.label.service})
+    if not pool:
+        return incident
+    window = incident.window
+    length = window.end - window.start
+    planted = []
+    for i in range(count):
+        digest = _draw(f"bystander-{i}", case.id)
+        at = window.start - length + (digest >> 20) % int(2 * length * 1000 + 1) / 1000
+        planted.append(
+            Change(pool[digest % len(pool)], ChangeKind.DEPLOY, at, "1.0.0", "1.0.1", "evaluation", source="planted")
+        )
+    note = f"{count} harmless change(s) to bystanders planted by the evaluation protocol"
+    return replace(incident, changes=(*incident.changes, *planted), notes=(*incident.notes, note))
 
 
 async def _first_sample_from(incident: Incident, start: float) -> float | None:

@@ -76,11 +76,30 @@ def test_hidden_modalities_are_absent_with_their_normal_and_said(nezha_slice: Pa
     assert bare.sources.topology is None
 
 
+def test_bystander_changes_are_planted_around_the_window_never_on_the_labelled_service(
+    nezha_slice: Path, petshop_slice: Path
+) -> None:
+    for case in [*find_cases(nezha_slice), *find_cases(petshop_slice)]:
+        protocol = parse_protocol("realistic", bystanders=5)
+        placed = asyncio.run(protocol.place(case))
+        again = asyncio.run(protocol.place(case))
+        assert placed.changes == again.changes and len(placed.changes) == 5  # drawn from the case id
+        length = placed.window.end - placed.window.start
+        for c in placed.changes:
+            assert c.service != case.label.service and c.source == "planted"
+            assert placed.window.start - length <= c.time <= placed.window.end
+        assert len({c.time for c in placed.changes}) == 5
+        assert any("bystanders planted" in n for n in placed.notes) and "5 bystander changes" in protocol.name
+        assert asyncio.run(Protocol().place(case)).changes == ()
+
+
 def test_a_bad_protocol_is_a_clear_error() -> None:
     with pytest.raises(InputError, match="unknown protocol"):
         parse_protocol("sideways")
     with pytest.raises(InputError, match="cannot hide"):
         parse_protocol("realistic", "logs,dreams")
+    with pytest.raises(InputError, match="bystander changes"):
+        parse_protocol("realistic", bystanders=-1)
 
 
 class _Breaks:
