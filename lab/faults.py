@@ -23,6 +23,7 @@ IN_PROCESS: dict[str, str] = {
     "exception": "exception_code_path",  # one code path raises (a third of the items)
     "wrong": "wrong_return_body",  # a 200 whose body is not what was asked
     "pool": "pool_exhaustion_delay",  # one connection for every call out
+    "retry": "retry_storm_overload",  # calls out cut short at 50 ms and sent again, up to 3 more times
 }
 # family -> label, for faults that are changes: each is journalled as a change when made and undone
 BY_CHANGE: dict[str, str] = {
@@ -64,7 +65,7 @@ def can_suffer(shop: Shop, service: str, family: str) -> bool:
     spec = shop.service(service)
     if family == "wrong":
         return service != shop.entry
-    if family in ("pool", "config"):  # the config pushed shortens its calls out
+    if family in ("pool", "config", "retry"):  # each acts on calls out
         return bool(spec.calls)
     return True
 

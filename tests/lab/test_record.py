@@ -176,3 +176,43 @@ def _epoch(iso: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def test_a_retry_storm_sends_each_slow_call_again_and_the_callee_serves_them_all(
+    prometheus: None, tmp_path: Path
+) -> None:
+    """Under a retry storm a caller gives up on a call after 50 ms and sends it again, up to
+    three more times: a callee slowed past that serves four requests for each of the caller's."""
+    import json
+    import re
+    import time
+    import urllib.error
+    import urllib.request
+
+    shop = draw_shop(8, size=2)
+    callee = next(s.name for s in shop.services if s.name != shop.entry)
+
+    def served(lab: object, service: str) -> float:
+        with urllib.request.urlopen(lab.url(service, "/metrics"), timeout=5) as r:  # type: ignore[attr-defined]
+            text = r.read().decode()
+        return sum(
+            float(m) for m in re.findall(r'lab_http_server_request_duration_seconds_count\{code="\d+"\} (\S+)', text)
+        )
+
+    def post(lab: object, service: str, kind: str) -> None:
+        body = json.dumps({"kind": kind, "seconds": 120}).encode()
+        req = urllib.request.Request(lab.url(service, "/admin/fault"), data=body, method="POST")  # type: ignore[attr-defined]
+        with urllib.request.urlopen(req, timeout=5) as r:
+            assert r.status == 200
+
+    with running(shop, tmp_path / "run") as lab:
+        post(lab, callee, "latency")  # every request held 0.15-0.45 s: past the storm's 50 ms
+        post(lab, shop.entry, "retry")
+        before = served(lab, callee), served(lab, shop.entry)
+        for item in range(5):
+            with pytest.raises(urllib.error.HTTPError, match="502"):  # every try given up on: a bad gateway
+                urllib.request.urlopen(lab.url(shop.entry) + f"?item={item}", timeout=10)
+        time.sleep(1.0)  # the requests given up on finish on the callee's side
+        after = served(lab, callee), served(lab, shop.entry)
+    assert after[1] - before[1] == 5
+    assert after[0] - before[0] == 20  # four for each of the caller's five
