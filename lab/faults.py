@@ -30,7 +30,15 @@ BY_CHANGE: dict[str, str] = {
     "deploy": "faulty_release",  # restarted as a new version with a defect; rolled back at its end
     "config": "config_change",  # a pushed config cuts the service's call timeout; reverted at its end
 }
-LABELS: dict[str, str] = IN_PROCESS | BY_CHANGE
+# family -> label, for faults on the way to a service's backing store (lab.relay): made by the
+# recorder and undone at their end. The label names the service whose store failed, the nearest
+# part of the system its telemetry shows (the store itself exports nothing in the lab).
+ON_THE_STORE: dict[str, str] = {
+    "pause": "store_pause_delay",  # the way to the store paused (SIGSTOP): calls to it hang
+    "refuse": "store_refused_error",  # the way to the store closed: connections refused and reset
+}
+UNDONE_AT_END = frozenset(BY_CHANGE) | frozenset(ON_THE_STORE)  # what the recorder undoes when a fault ends
+LABELS: dict[str, str] = IN_PROCESS | BY_CHANGE | ON_THE_STORE
 FAMILIES = tuple(LABELS)
 CALL_TIMEOUT = 2.0  # seconds a service's call out may take, until a config push says otherwise
 CONFIG_TIMEOUT = 0.02  # what the faulty config push sets it to
@@ -67,6 +75,8 @@ def can_suffer(shop: Shop, service: str, family: str) -> bool:
         return service != shop.entry
     if family in ("pool", "config", "retry"):  # each acts on calls out
         return bool(spec.calls)
+    if family in ON_THE_STORE:
+        return bool(spec.store)
     return True
 
 

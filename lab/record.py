@@ -21,12 +21,14 @@ running process; each is journalled as a change the moment it is made, faulty or
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -43,17 +45,17 @@ from pathlib import Path
 import aiohttp
 
 from lab.faults import (
-    BY_CHANGE,
     CALL_TIMEOUT,
     CONFIG_TIMEOUT,
     FAMILIES,
+    UNDONE_AT_END,
     PlannedChange,
     PlannedFault,
     bystander_changes,
     schedule,
 )
 from lab.processes import binaries, free_port, wait_ready
-from lab.shop import Shop, draw_shop
+from lab.shop import STORE_PORTS, Shop, draw_shop
 from rca.changes import Change, ChangeKind, write_changes
 from rca.model import Sources
 from rca.sources.change_files import CHANGES_FILE
@@ -80,9 +82,22 @@ class Running:
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)  # each service's, now
     versions: dict[str, str] = field(default_factory=dict)  # the version each service runs
     timeouts: dict[str, float] = field(default_factory=dict)  # call timeouts pushed by config
+    relays: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)  # each store's way in (lab.relay)
 
     def url(self, service: str, path: str = "/work") -> str:
         return f"http://127.0.0.1:{self.ports[service]}{path}"
+
+    def pause_store(self, service: str, *, paused: bool = True) -> None:
+        """The way to the service's store paused (SIGSTOP: connections open, nothing answered),
+        or going again (SIGCONT)."""
+        self.relays[service].send_signal(signal.SIGSTOP if paused else signal.SIGCONT)
+
+    def close_store(self, service: str, *, closed: bool = True) -> None:
+        """The way to the service's store closed (connections refused and reset), or open again."""
+        if closed:
+            stop([self.relays[service]])
+        else:
+            self.relays[service] = _start_relay(self.ports[store_key(service)], self.shop.service(service).store)
 
     def redeploy(self, service: str, version: str, *, defect: str = "") -> None:
         """The service's process stopped and a new one started on its port as `version` (with
@@ -119,14 +134,19 @@ def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterato
         raise RuntimeError("prometheus is not installed: run scripts/ensure-prometheus.sh (as root)")
     workdir.mkdir(parents=True, exist_ok=True)
     ports = {s.name: _port() for s in shop.services}
+    ports |= {store_key(s.name): _port() for s in shop.services if s.store}  # each store's relay
     (workdir / "shop.json").write_text(shop.to_json())
     (workdir / "ports.json").write_text(json.dumps(ports))
     (workdir / "proc").mkdir(exist_ok=True)
     services: dict[str, subprocess.Popen[bytes]] = {}
+    relays: dict[str, subprocess.Popen[bytes]] = {}
     procs: list[subprocess.Popen[bytes]] = []
     outputs = []
     done = False
     try:
+        for s in shop.services:
+            if s.store:
+                relays[s.name] = _start_relay(ports[store_key(s.name)], s.store)
         for s in shop.services:
             services[s.name] = _start_service(workdir, s.name, version=FIRST_VERSION)
         for s in shop.services:
@@ -150,15 +170,41 @@ def running(shop: Shop, workdir: Path, *, prometheus_extra: str = "") -> Iterato
         )
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, procs[-1], workdir / "proc" / "prometheus.out")
-        yield Running(shop, workdir, ports, url, services, {s.name: FIRST_VERSION for s in shop.services})
+        yield Running(
+            shop, workdir, ports, url, services, {s.name: FIRST_VERSION for s in shop.services}, relays=relays
+        )
         done = True
     finally:
-        stop([*services.values(), *procs])  # the services as they run now, redeployed or not
+        stop([*services.values(), *relays.values(), *procs])  # as they run now, redeployed or not
         for f in outputs:
             f.close()
         if done:
             shutil.rmtree(workdir / "tsdb", ignore_errors=True)
             shutil.rmtree(workdir / "data", ignore_errors=True)
+
+
+def store_key(service: str) -> str:
+    """The ports.json key of the relay to a service's store (lab.service reads it)."""
+    return f"{service}:store"
+
+
+def _start_relay(port: int, store: str, *, seconds: float = 10.0) -> subprocess.Popen[bytes]:
+    """A relay on `port` to the machine's `store` (lab.relay), once it accepts connections."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lab.relay", str(port), str(STORE_PORTS[store])],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the relay to {store} on port {port} exited with {proc.returncode} (port taken?)")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return proc
+        time.sleep(0.1)
+    stop([proc])
+    raise RuntimeError(f"the relay to {store} did not listen on port {port} within {seconds:.0f} s")
 
 
 def _start_service(workdir: Path, name: str, *, version: str, defect: str = "") -> subprocess.Popen[bytes]:
@@ -267,16 +313,27 @@ async def inject(lab: Running, fault: PlannedFault) -> list[Change]:
         return [await deploy(lab, fault.service, defect=fault.defect)]
     if fault.family == "config":
         return [await push_config(lab, fault.service, CONFIG_TIMEOUT)]
+    if fault.family == "pause":
+        lab.pause_store(fault.service)
+        return []
+    if fault.family == "refuse":
+        await asyncio.to_thread(lab.close_store, fault.service)
+        return []
     await _post(lab, fault.service, "/admin/fault", {"kind": fault.family, "seconds": fault.seconds})
     return []
 
 
 async def undo(lab: Running, fault: PlannedFault, made: list[Change]) -> list[Change]:
-    """A change-fault undone at its end: the version before it rolled back, the config reverted."""
+    """A fault the recorder made undone at its end: the version before it rolled back, the
+    config reverted (each a change), the way to the store going or open again."""
     if fault.family == "deploy":
         return [await deploy(lab, fault.service, version=made[0].before, kind=ChangeKind.ROLLBACK)]
     if fault.family == "config":
         return [await push_config(lab, fault.service, CALL_TIMEOUT)]
+    if fault.family == "pause":
+        lab.pause_store(fault.service, paused=False)
+    if fault.family == "refuse":
+        await asyncio.to_thread(lab.close_store, fault.service, closed=False)
     return []
 
 
@@ -383,7 +440,7 @@ async def _faults(
     journal, change_journal = lab.workdir / "faults.jsonl", lab.workdir / "changes.jsonl"
     events = sorted(
         [(f.offset, _START, i) for i, f in enumerate(faults)]
-        + [(f.offset + f.seconds, _UNDO, i) for i, f in enumerate(faults) if f.family in BY_CHANGE]
+        + [(f.offset + f.seconds, _UNDO, i) for i, f in enumerate(faults) if f.family in UNDONE_AT_END]
         + [(c.offset, _BYSTANDER, j) for j, c in enumerate(bystanders)]
     )
 

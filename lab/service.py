@@ -41,7 +41,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 from lab.faults import CALL_TIMEOUT, IN_PROCESS
-from lab.shop import ServiceSpec, Shop
+from lab.shop import STORE_PORTS, ServiceSpec, Shop
 
 TRACE_SHARE = 0.2  # share of requests traced, decided at the entry and kept downstream
 LEAK_STEP = 4 * 1024 * 1024  # bytes a memory leak keeps each second
@@ -218,14 +218,34 @@ class Service:
         self.client: ClientSession | None = None
         self.pool = asyncio.Semaphore(64)
         self.store: Any = None
+        self._next_connect = 0.0  # monotonic seconds before which the store is not connected to again
         self.rng = random.Random(f"{shop.seed}-{spec.name}")
 
     async def start(self, app: web.Application) -> None:
         self.client = ClientSession(connector=TCPConnector(limit=64), timeout=ClientTimeout(total=CALL_TIMEOUT))
         try:
-            self.store = await _connect(self.spec.store, f"lab{self.shop.seed}:{self.spec.name}")
+            self.store = await self._connect()
         except Exception as exc:  # the service still runs; every request then reports the store
             self.log.warning("store %s unavailable at start: %s", self.spec.store, exc)
+
+    async def _connect(self) -> Any:
+        port = self.ports.get(f"{self.spec.name}:store")
+        return await asyncio.wait_for(
+            _connect(self.spec.store, f"lab{self.shop.seed}:{self.spec.name}", port), CALL_TIMEOUT
+        )
+
+    async def _reconnect(self) -> None:
+        """A new connection to the store after the last one failed, tried at most once a second
+        (the first request after a second without one tries; the others report the store)."""
+        if time.monotonic() < self._next_connect:
+            return
+        self._next_connect = time.monotonic() + 1.0
+        old, self.store = self.store, None
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(old.close(), 1.0)
+        with contextlib.suppress(Exception):
+            self.store = await self._connect()
 
     async def stop(self, app: web.Application) -> None:
         if self.client is not None:
@@ -287,6 +307,8 @@ class Service:
 
     async def _store(self, item: int) -> str:
         kind = self.spec.store
+        if self.store is None:
+            await self._reconnect()
         try:
             if self.store is None:
                 raise ConnectionError(f"no connection to {kind}")
@@ -297,6 +319,8 @@ class Service:
             return value
         except Exception as exc:
             STORE_OPS.labels(kind, "error").inc()
+            if isinstance(exc, (OSError, TimeoutError)) or "connect" in str(exc).lower():
+                await self._reconnect()  # a connection that failed is not used again
             raise Broken(f"{kind} store: {exc or type(exc).__name__}") from exc
 
     async def _call(self, callee: str, item: int) -> Any:
@@ -398,27 +422,33 @@ def _burn(seconds: float) -> None:
         sum(i * i for i in range(200))
 
 
-async def _connect(kind: str, key: str) -> Any:
+async def _connect(kind: str, key: str, port: int | None = None) -> Any:
+    """A connection to the store, through `port` (its relay, lab.relay) where one is given."""
+    if kind not in STORE_PORTS:
+        return None
+    port = port or STORE_PORTS[kind]
     if kind == "redis":
         import redis.asyncio as redis
 
-        client = redis.Redis(host="127.0.0.1", port=6379, socket_timeout=CALL_TIMEOUT)
+        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=CALL_TIMEOUT)
         await client.ping()
         return client
     if kind == "postgres":
         import psycopg
 
         conn = await psycopg.AsyncConnection.connect(
-            os.environ.get("LAB_POSTGRES", "postgresql://postgres@127.0.0.1/test"), autocommit=True, connect_timeout=3
+            os.environ.get("LAB_POSTGRES", "postgresql://postgres@127.0.0.1/test"),
+            autocommit=True,
+            connect_timeout=3,
+            port=port,
         )
         table = _table(key)
         await conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (item int PRIMARY KEY, seen int NOT NULL)")
         return conn
-    if kind == "nats":
-        import nats
+    import nats
 
-        return await nats.connect("nats://127.0.0.1:4222", connect_timeout=3, max_reconnect_attempts=1)
-    return None
+    # no reconnecting of its own: a server it learns of would be reached around the relay
+    return await nats.connect(f"nats://127.0.0.1:{port}", connect_timeout=3, allow_reconnect=False)
 
 
 def _table(key: str) -> str:
@@ -437,6 +467,7 @@ async def _store_op(kind: str, store: Any, key: str, item: int) -> str:
         )
         return "postgres"
     await store.publish(f"{key}.items", str(item).encode())
+    await store.flush(timeout=CALL_TIMEOUT)  # the server has it: a publish alone is only buffered
     return "nats"
 
 

@@ -11,6 +11,7 @@ import random
 from dataclasses import asdict, dataclass
 
 STORES = ("redis", "postgres", "nats")
+STORE_PORTS = {"redis": 6379, "postgres": 5432, "nats": 4222}  # where this machine's shared stores listen
 _NAMES = (
     "cart",
     "catalog",

@@ -31,7 +31,9 @@ def prometheus() -> None:
 
 def _lab_processes() -> list[str]:
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-    return [line for line in out.splitlines() if "lab.service" in line and "ps -eo" not in line]
+    return [
+        line for line in out.splitlines() if ("lab.service" in line or "lab.relay" in line) and "ps -eo" not in line
+    ]
 
 
 def test_a_recorded_cpu_hog_is_labelled_read_back_and_named(prometheus: None, tmp_path: Path) -> None:
@@ -216,3 +218,47 @@ def test_a_retry_storm_sends_each_slow_call_again_and_the_callee_serves_them_all
         after = served(lab, callee), served(lab, shop.entry)
     assert after[1] - before[1] == 5
     assert after[0] - before[0] == 20  # four for each of the caller's five
+
+
+def test_the_way_to_a_store_paused_or_closed_fails_that_service_alone_and_it_recovers(
+    prometheus: None, tmp_path: Path
+) -> None:
+    """Each store-backed service reaches the machine's shared store through a relay of its own:
+    pausing it (SIGSTOP) or closing it fails that service's requests, and not another's; once
+    it goes again the service reconnects; and no relay outlives the run."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    from lab.shop import draw_shop as shop_of
+
+    shop = next(s for s in (shop_of(seed) for seed in range(50)) if sum(bool(x.store) for x in s.services) >= 2)
+    first, second = [s.name for s in shop.services if s.store][:2]
+    before = _lab_processes()
+
+    def status(lab: object, service: str) -> int:
+        try:
+            with urllib.request.urlopen(lab.url(service) + "?item=1", timeout=15) as r:  # type: ignore[attr-defined]
+                return r.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    def recovers(lab: object, service: str) -> bool:
+        for _ in range(20):
+            if status(lab, service) == 200:
+                return True
+            time.sleep(0.5)
+        return False
+
+    with running(shop, tmp_path / "run") as lab:
+        assert status(lab, first) == status(lab, second) == 200
+        lab.pause_store(first)
+        assert status(lab, first) == 502 and status(lab, second) == 200
+        lab.pause_store(first, paused=False)
+        assert recovers(lab, first)
+        lab.close_store(first)
+        assert status(lab, first) == 502 and status(lab, second) == 200
+        lab.close_store(first, closed=False)
+        assert recovers(lab, first)
+        assert len(_lab_processes()) == len(before) + len(shop.services) + sum(bool(s.store) for s in shop.services)
+    assert _lab_processes() == before
