@@ -340,7 +340,7 @@ def supported_faults(
     comps = _components(evidence, config, edge_share, population, ref)
     out = {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
     if config.on("changes") and changes:
-        for entity in changed_first(evidence, _current(evidence, ref, config), changes, window):
+        for entity in changed_first(evidence, _current(evidence, ref, config), changes):
             out[entity] = out.get(entity, frozenset()) | {FaultType.RELEASE}
     return out
 
@@ -373,21 +373,24 @@ def _apply_rules(
     when = Causality.of(board.evidence, board.cites, board.current)
     terms = cfg.victim_terms()
     out: dict[str, tuple[float, str]] = {}
+    explained: set[str] = set()  # by an anomalous neighbour
     for entity, value in values.items():
         why = "strongest localised evidence" if value > 0 else ""
         if entity in board.graph:
             if cfg.on("victims") and (callee := explaining_callee(entity, values, board, when, terms)):
                 value *= victim_share(entity, callee, board, terms)
                 why = f"explained in part by anomalous callee {callee}"
+                explained.add(entity)
             elif cfg.on("answers") and (
                 caller := earlier_caller(entity, values, board, when, ratio=cfg.victim_ratio, hops=cfg.victim_hops)
             ):
                 value *= cfg.victim_factor
                 why = f"began after anomalous caller {caller}"
+                explained.add(entity)
         out[entity] = (value, why)
     released: frozenset[str] = frozenset()
     if cfg.on("changes") and board.changes:
-        out, released = lift_changed(out, board)
+        out, released = lift_changed(out, board, frozenset(explained))
     if cfg.on("dominance"):
         out = lift_dominant(out, board, factor=cfg.dominance_factor)
     return out, released

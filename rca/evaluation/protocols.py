@@ -33,12 +33,13 @@ pipeline posts them whatever is going wrong.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from rca.changes import Change, ChangeKind
-from rca.errors import InputError
+from rca.errors import InputError, RcaError
 from rca.evaluation.transforms import crop, drifted, parse_drift, parse_step, reshaped
 from rca.evaluation.vocabulary import Vocabulary, parse_vocabulary
 from rca.model import Incident, IncidentCase, Modality, Sources
@@ -203,11 +204,13 @@ async def planted(case: IncidentCase, incident: Incident, count: int) -> Inciden
     each service and time drawn from the case id, the times over the window and as long again
     before it."""
     names: set[str] = set()
-    if incident.sources.topology is not None:
-        graph = await incident.sources.topology.topology()
-        names.update(str(n) for n in graph if not is_kpi(graph, n))
-    if incident.sources.metrics is not None:
-        names.update(await incident.sources.metrics.entities())
+    with contextlib.suppress(RcaError, OSError):  # a graph that cannot be read names no one
+        if incident.sources.topology is not None:
+            graph = await incident.sources.topology.topology()
+            names.update(str(n) for n in graph if not is_kpi(graph, n))
+    with contextlib.suppress(RcaError, OSError):
+        if incident.sources.metrics is not None:
+            names.update(await incident.sources.metrics.entities())
     pool = sorted(names - {case.label.service})
     if not pool:
         return incident

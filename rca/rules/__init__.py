@@ -67,9 +67,9 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "changes",
-        "A service changed before its own anomaly began, where that anomaly began no later than "
-        "any other service's, is the first suspect and its fault the change; a change with no "
-        "anomaly after it, or made after the incident was under way elsewhere, explains nothing.",
+        "A service changed in the interval its own anomaly began in, where that anomaly began no "
+        "later than any other's and no anomalous neighbour explains it, is the first suspect and "
+        "its fault the change; any other change explains nothing.",
     ),
     Rule(
         "dominance",

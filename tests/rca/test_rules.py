@@ -266,8 +266,16 @@ def test_a_change_explains_nothing_without_an_anomaly_after_it_or_once_the_incid
     late = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 700.0)
     assert _ranked([*evidence, late], graph, [Change("c", ChangeKind.DEPLOY, 650.0)])[0].service == "b"
     # the change came after c's anomaly began: the anomaly did not follow it
-    early = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 490.0)
+    early = replace(
+        _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 490.0),
+        profile=tuple((float(t), 9.0) for t in range(430, 1000, 60)),
+    )
     assert _ranked([*evidence, early], graph, [Change("c", ChangeKind.DEPLOY, 600.0)])[0].service == "b"
-    # older than the window by more than the window's length: it had that long to show
-    assert _ranked([*evidence, early], graph, [Change("c", ChangeKind.DEPLOY, -1500.0)])[0].service == "b"
-    assert _ranked([*evidence, early], graph, [Change("c", ChangeKind.DEPLOY, -500.0)])[0].service == "c"
+    # in the interval the anomaly began in (a 60 s step before its first sample, and a minute's
+    # skew): the change began it; long before it, the change had time to show and did not
+    assert _ranked([*evidence, early], graph, [Change("c", ChangeKind.DEPLOY, 380.0)])[0].service == "c"
+    assert _ranked([*evidence, early], graph, [Change("c", ChangeKind.DEPLOY, 300.0)])[0].service == "b"
+    # an anomalous callee of c, begun no earlier and going on, explains c's anomaly: not the change
+    below = nx.DiGraph([*graph.edges, ("c", "d")])
+    callee = _shift(5, "d", "error_rate", 30.0, Signal.ERRORS, 480.0)
+    assert _ranked([*evidence, early, callee], below, [Change("c", ChangeKind.DEPLOY, 470.0)])[0].service != "c"
