@@ -27,7 +27,7 @@ from rca.rules.answers import earlier_caller
 from rca.rules.background import keep_what_stands_out
 from rca.rules.board import Board
 from rca.rules.causality import Causality
-from rca.rules.changes import changed_first, lift_changed
+from rca.rules.changes import breaking_change, lift_changed
 from rca.rules.comovement import weigh_comovement
 from rca.rules.dominance import lift_dominant
 from rca.rules.endpoints import discount_endpoints
@@ -339,9 +339,8 @@ def supported_faults(
     ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
     comps = _components(evidence, config, edge_share, population, ref)
     out = {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
-    if config.on("changes") and changes:
-        for entity in changed_first(evidence, _current(evidence, ref, config), changes):
-            out[entity] = out.get(entity, frozenset()) | {FaultType.RELEASE}
+    if config.on("changes") and changes and (found := breaking_change(evidence, changes)) is not None:
+        out[found[0]] = out.get(found[0], frozenset()) | {FaultType.RELEASE}
     return out
 
 
@@ -373,24 +372,24 @@ def _apply_rules(
     when = Causality.of(board.evidence, board.cites, board.current)
     terms = cfg.victim_terms()
     out: dict[str, tuple[float, str]] = {}
-    explained: set[str] = set()  # by an anomalous neighbour
+    explained: dict[str, float | None] = {}  # by an anomalous neighbour: when its anomaly began
     for entity, value in values.items():
         why = "strongest localised evidence" if value > 0 else ""
         if entity in board.graph:
             if cfg.on("victims") and (callee := explaining_callee(entity, values, board, when, terms)):
                 value *= victim_share(entity, callee, board, terms)
                 why = f"explained in part by anomalous callee {callee}"
-                explained.add(entity)
+                explained[entity] = when.began.get(callee)
             elif cfg.on("answers") and (
                 caller := earlier_caller(entity, values, board, when, ratio=cfg.victim_ratio, hops=cfg.victim_hops)
             ):
                 value *= cfg.victim_factor
                 why = f"began after anomalous caller {caller}"
-                explained.add(entity)
+                explained[entity] = when.began.get(caller)
         out[entity] = (value, why)
     released: frozenset[str] = frozenset()
     if cfg.on("changes") and board.changes:
-        out, released = lift_changed(out, board, frozenset(explained))
+        out, released = lift_changed(out, board, explained)
     if cfg.on("dominance"):
         out = lift_dominant(out, board, factor=cfg.dominance_factor)
     return out, released

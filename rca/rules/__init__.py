@@ -67,9 +67,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "changes",
-        "A service changed in the interval its own anomaly began in, where that anomaly began no "
-        "later than any other's and no anomalous neighbour explains it, is the first suspect and "
-        "its fault the change; any other change explains nothing.",
+        "The latest change right after which its service's own anomaly began, before any other "
+        "service's, is the first suspect and its fault the change, unless a neighbour whose "
+        "anomaly began with it explains that anomaly; a change with no anomaly right after it "
+        "explains nothing.",
     ),
     Rule(
         "dominance",

@@ -1,53 +1,55 @@
-"""Rule `changes`: a service changed (deployed, configured, flagged, scaled, rolled back,
-restarted) in the interval its own anomaly began in, where that anomaly began no later than any
-other service's and nothing else the evidence shows explains it, is the first suspect, and its
-fault is the change; a change with no anomaly right after it, one made after the incident was
-under way elsewhere, or one to a service whose anomaly an anomalous neighbour explains,
-explains nothing.
+"""Rule `changes`: the latest change (a deploy, a config push, a flag, a scaling, a rollback,
+a restart) right after which its service's own anomaly began, before any other service's, is
+the first suspect and its fault the change, unless a neighbour whose anomaly began with it
+explains that anomaly; a change with no anomaly right after it explains nothing.
 
 A change is a fact with a time, not a deviation: it cannot outweigh the telemetry by size,
 only order it. So the rule asks only the order of events: the change, then the changed
-service's anomaly of this incident (rule `timing`'s) beginning at the next sample, no other's
-before it. "The interval it began in" is the one between the anomaly's first sample and the
-sample before it, the series' own step, with the clock skew and sampling forgiven between a
-cause and its effect (rca.topology.ONSET_TOLERANCE): a change long before had time to show and
-did not, so something else began the anomaly.
+service's anomaly beginning at once (by its next sample: the series' own step, with the clock
+skew and sampling forgiven between a cause and its effect, rca.topology.ONSET_TOLERANCE), and
+no other service's anomaly beginning between the two. A change long before its service's
+anomaly had time to show and did not; one after which another service went first only
+coincided, and so did one to a service a neighbour failing from the same moment explains (a
+neighbour anomalous since well before the change, the service unharmed until it, does not).
+Where several changes broke something, the latest is the incident asked about: on-call asks
+about what is going on now, and a symptom degraded since an earlier incident shows no new
+onset of its own for the next one, so the symptom's first onset cannot order them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from rca.changes import Change
-from rca.evidence import Evidence, EvidenceId
+from rca.evidence import Evidence
 from rca.rules.board import Board
 from rca.topology import ONSET_TOLERANCE
 
 
-def changed_first(
-    evidence: Sequence[Evidence], current: frozenset[EvidenceId], changes: Iterable[Change]
-) -> dict[str, Change]:
-    """The services changed in the interval their own anomaly of this incident began in, where
-    that anomaly began no later than any other service's: each with the last such change."""
-    placed: dict[str, list[Evidence]] = {}
-    for ev in evidence:
-        if ev.id in current and ev.onset is not None and not ev.under_way:
-            placed.setdefault(ev.entity, []).append(ev)
-    if not placed:
-        return {}
-    began: dict[str, tuple[float, float]] = {}  # per entity, its onset and the step before it
-    for entity, found in placed.items():
-        onset = min(ev.onset for ev in found if ev.onset is not None)
-        began[entity] = (onset, max(_step(ev) for ev in found if ev.onset == onset))
-    first = min(onset for onset, _ in began.values())
-    out: dict[str, Change] = {}
+def breaking_change(evidence: Sequence[Evidence], changes: Iterable[Change]) -> tuple[str, Change] | None:
+    """The latest change right after which its service's own anomaly began, no other
+    service's anomaly beginning between the two: the service and the change."""
+    placed = [ev for ev in evidence if ev.onset is not None and not ev.under_way]
+    found: tuple[str, Change] | None = None
     for c in sorted(changes, key=lambda c: c.time):
-        if c.service not in began:
+        after = [
+            ev
+            for ev in placed
+            if ev.entity == c.service
+            and ev.onset is not None
+            and c.time - ONSET_TOLERANCE <= ev.onset <= c.time + _step(ev) + ONSET_TOLERANCE
+        ]
+        if not after:
             continue
-        onset, step = began[c.service]
-        if onset <= first + ONSET_TOLERANCE and onset - step - ONSET_TOLERANCE <= c.time <= onset + ONSET_TOLERANCE:
-            out[c.service] = c  # the last change in that interval
-    return out
+        began = min(ev.onset for ev in after if ev.onset is not None)
+        if not any(
+            ev.entity != c.service
+            and ev.onset is not None
+            and c.time - ONSET_TOLERANCE <= ev.onset < began - ONSET_TOLERANCE
+            for ev in placed
+        ):
+            found = (c.service, c)
+    return found
 
 
 def _step(ev: Evidence) -> float:
@@ -58,26 +60,24 @@ def _step(ev: Evidence) -> float:
 
 
 def lift_changed(
-    values: dict[str, tuple[float, str]], board: Board, explained: frozenset[str]
+    values: dict[str, tuple[float, str]], board: Board, explained: Mapping[str, float | None]
 ) -> tuple[dict[str, tuple[float, str]], frozenset[str]]:
-    """The changed service (the best valued, where several) placed first, unless an anomalous
-    neighbour explains its anomaly (`explained`, rules `victims` and `answers`): its value
-    raised to just above the best; returns the values and the services whose fault is the
-    change."""
-    found = {
-        s: c
-        for s, c in changed_first(board.evidence, board.current, board.changes).items()
-        if s in values and s not in explained
-    }
-    if not found:
+    """The service the breaking change was made to placed first, unless an anomalous neighbour
+    explains its anomaly (`explained`, rules `victims` and `answers`: per service, when the
+    explaining neighbour's anomaly began) with an anomaly begun no earlier than the change (one
+    anomalous since well before it, the service unharmed until the change, did not): its value
+    raised to just above the best; returns the values and the services whose fault is the change."""
+    found = breaking_change(board.evidence, board.changes)
+    if found is None or found[0] not in values:
         return values, frozenset()
-    top = max(found, key=lambda s: (values[s][0], s))
-    change = found[top]
+    if found[0] in explained and ((began := explained[found[0]]) is None or began >= found[1].time - ONSET_TOLERANCE):
+        return values, frozenset()
+    top, change = found
     value = values[top][0]
     best = max(v for v, _ in values.values())
     out = dict(values)
     out[top] = (
         value if value >= best else min(1.0, best + 1e-3),
-        f"changed ({change.describe()}) as its anomaly began, before any other service's",
+        f"its anomaly began right after it changed ({change.describe()}), before any other service's",
     )
     return out, frozenset({top})
