@@ -50,6 +50,7 @@ DISK_STEP = 8 * 1024 * 1024  # bytes a disk fill writes each second
 SLOW_SECONDS = 0.3  # what a slow handler adds to each request
 FAILING_SHARE = 0.5  # share of requests an error-rate fault fails
 POOL_HOLD = 0.05  # seconds an exhausted pool holds each connection beyond the call
+CONNECT_TIMEOUT = 5.0  # seconds a new connection to a store may take (handshake and table included)
 RETRY_TIMEOUT = 0.05  # seconds a call may take under a retry storm before it is sent again
 RETRIES = 3  # times a call is sent again under a retry storm
 
@@ -231,21 +232,25 @@ class Service:
     async def _connect(self) -> Any:
         port = self.ports.get(f"{self.spec.name}:store")
         return await asyncio.wait_for(
-            _connect(self.spec.store, f"lab{self.shop.seed}:{self.spec.name}", port), CALL_TIMEOUT
+            _connect(self.spec.store, f"lab{self.shop.seed}:{self.spec.name}", port), CONNECT_TIMEOUT
         )
 
     async def _reconnect(self) -> None:
-        """A new connection to the store after the last one failed, tried at most once a second
-        (the first request after a second without one tries; the others report the store)."""
+        """A new connection to the store after the last one was lost, tried at most once a
+        second; the old one is replaced only once the new one is up (requests meanwhile report
+        the store)."""
         if time.monotonic() < self._next_connect:
             return
         self._next_connect = time.monotonic() + 1.0
-        old, self.store = self.store, None
+        try:
+            new = await self._connect()
+        except Exception as exc:
+            self.log.warning("store %s: no new connection: %s", self.spec.store, exc or type(exc).__name__)
+            return
+        old, self.store = self.store, new
         if old is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(old.close(), 1.0)
-        with contextlib.suppress(Exception):
-            self.store = await self._connect()
 
     async def stop(self, app: web.Application) -> None:
         if self.client is not None:
@@ -319,8 +324,8 @@ class Service:
             return value
         except Exception as exc:
             STORE_OPS.labels(kind, "error").inc()
-            if isinstance(exc, (OSError, TimeoutError)) or "connect" in str(exc).lower():
-                await self._reconnect()  # a connection that failed is not used again
+            if _lost(exc):
+                await self._reconnect()  # a lost connection is not used again (a slow answer is no loss)
             raise Broken(f"{kind} store: {exc or type(exc).__name__}") from exc
 
     async def _call(self, callee: str, item: int) -> Any:
@@ -449,6 +454,15 @@ async def _connect(kind: str, key: str, port: int | None = None) -> Any:
 
     # no reconnecting of its own: a server it learns of would be reached around the relay
     return await nats.connect(f"nats://127.0.0.1:{port}", connect_timeout=3, allow_reconnect=False)
+
+
+def _lost(exc: BaseException) -> bool:
+    """Whether a store operation failed because its connection is gone, not because the store
+    was slow (a timeout: the connection may answer yet, as a paused store does once resumed)."""
+    if isinstance(exc, TimeoutError):
+        return False
+    text = str(exc).lower()
+    return isinstance(exc, ConnectionError) or "connection" in text or "closed" in text
 
 
 def _table(key: str) -> str:
