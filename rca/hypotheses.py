@@ -261,7 +261,8 @@ def score_hypotheses(
             if entity not in best or value > best[entity][0]:
                 best[entity] = (value, fault, cites)
     values = {e: v for e, (v, _, _) in best.items()}
-    current = _current(evidence, ref, config)
+    # the evidence of the incident asked about: all of it, unless `timing` tells it apart
+    current = frozenset(ev.id for ev in evidence if weight(ev, ref, past_weight=0.0, timing=config.on("timing")) == 1.0)
     undated = (
         frozenset(ev.id for ev in evidence if elsewhere(ev, ref) is Elsewhere.UNDER_WAY and undatable(ev, window))
         if config.on("timing")
@@ -333,7 +334,7 @@ def supported_faults(
     changes: Sequence[Change] = (),
 ) -> dict[str, frozenset[FaultType]]:
     """Per service, the fault types whose primary component its evidence shows, read as
-    `score_hypotheses` reads it (rca.fault_model.GATES), and a release where it changed first
+    `score_hypotheses` reads it (rca.fault_model.GATES), and a release where a change broke it
     (rule `changes`): the types a hypothesis about it may carry. `population`: the services
     of the call graph."""
     ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
@@ -342,11 +343,6 @@ def supported_faults(
     if config.on("changes") and changes and (found := breaking_change(evidence, changes)) is not None:
         out[found[0]] = out.get(found[0], frozenset()) | {FaultType.RELEASE}
     return out
-
-
-def _current(evidence: Sequence[Evidence], ref: Reference, config: ScoringConfig) -> frozenset[EvidenceId]:
-    """The evidence of the incident asked about: all of it, unless `timing` tells it apart."""
-    return frozenset(ev.id for ev in evidence if weight(ev, ref, past_weight=0.0, timing=config.on("timing")) == 1.0)
 
 
 def _shows(sig: _Signals, fault: FaultType) -> bool:

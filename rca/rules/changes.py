@@ -62,11 +62,10 @@ def _step(ev: Evidence) -> float:
 def lift_changed(
     values: dict[str, tuple[float, str]], board: Board, explained: Mapping[str, float | None]
 ) -> tuple[dict[str, tuple[float, str]], frozenset[str]]:
-    """The service the breaking change was made to placed first, unless an anomalous neighbour
-    explains its anomaly (`explained`, rules `victims` and `answers`: per service, when the
-    explaining neighbour's anomaly began) with an anomaly begun no earlier than the change (one
-    anomalous since well before it, the service unharmed until the change, did not): its value
-    raised to just above the best; returns the values and the services whose fault is the change."""
+    """The service of the breaking change placed first (its value raised to just above the
+    best), unless a neighbour whose anomaly began with the change explains it (`explained`:
+    per service the victims rules explained, when its explaining neighbour's anomaly began);
+    returns the values and the services whose fault is the change."""
     found = breaking_change(board.evidence, board.changes)
     if found is None or found[0] not in values:
         return values, frozenset()
