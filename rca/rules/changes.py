@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from rca.changes import Change
 from rca.evidence import Evidence
+from rca.profiles import profile_step
 from rca.rules.board import Board
 from rca.topology import ONSET_TOLERANCE
 
@@ -37,7 +38,7 @@ def breaking_change(evidence: Sequence[Evidence], changes: Iterable[Change]) -> 
             for ev in placed
             if ev.entity == c.service
             and ev.onset is not None
-            and c.time - ONSET_TOLERANCE <= ev.onset <= c.time + _step(ev) + ONSET_TOLERANCE
+            and c.time - ONSET_TOLERANCE <= ev.onset <= c.time + profile_step([ev]) + ONSET_TOLERANCE
         ]
         if not after:
             continue
@@ -50,13 +51,6 @@ def breaking_change(evidence: Sequence[Evidence], changes: Iterable[Change]) -> 
         ):
             found = (c.service, c)
     return found
-
-
-def _step(ev: Evidence) -> float:
-    """The sampling step of the series the evidence read (0 where it shows none)."""
-    times = sorted(t for t, _ in ev.profile)
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b > a]
-    return min(gaps, default=0.0)
 
 
 def lift_changed(

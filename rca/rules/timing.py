@@ -115,10 +115,9 @@ class Elsewhere(StrEnum):
 def elsewhere(ev: Evidence, ref: Reference) -> Elsewhere | None:
     """Why `ev` ran at another time than the incident asked about; None where it may be this
     incident's (within the clock skew forgiven between a cause and its effect)."""
-    tol = max(ONSET_TOLERANCE, profile_step([ev]))
-    if ev.until is not None and (ref.start is None or ev.until < ref.start - tol):
+    if ev.until is not None and (ref.start is None or _past(ref.start, ev.until, ev)):
         return Elsewhere.OVER
-    if ref.end is not None and ev.onset is not None and ev.onset > ref.end + tol:
+    if ref.end is not None and ev.onset is not None and _past(ev.onset, ref.end, ev):
         return Elsewhere.FOLLOWED
     if ev.under_way and not ref.before_data:
         return Elsewhere.UNDER_WAY
@@ -132,4 +131,12 @@ def undatable(ev: Evidence, window: Window) -> bool:
     place it."""
     if not ev.under_way or not ev.profile:
         return False
-    return ev.profile[0][0] > window.start + max(ONSET_TOLERANCE, profile_step([ev]))
+    return _past(ev.profile[0][0], window.start, ev)
+
+
+def _past(later: float, earlier: float, ev: Evidence) -> bool:
+    """`later` lies past `earlier` by more than the time forgiven around `ev`'s anomaly: the
+    skew between a cause and its effect, or its series' sampling step where that is longer
+    (the step is read only where the skew alone does not settle it)."""
+    gap = later - earlier
+    return gap > ONSET_TOLERANCE and gap > profile_step([ev])
