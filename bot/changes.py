@@ -16,7 +16,7 @@ from bot import blockkit
 from bot.config import Settings
 from bot.telemetry import Telemetry
 from handlers.fields import web_link
-from rca.changes import Change
+from rca.changes import LOOK_BACK, Change, known
 from rca.errors import RcaError
 from rca.model import Incident
 from rca.sources.change_files import FileChanges
@@ -27,7 +27,6 @@ from storage.database import StorageError
 
 log = logging.getLogger("rcabot.changes")
 MAX_LISTED = 20
-LOOK_BACK = 3600.0  # a change up to an hour before the window may have started what it shows
 _ASKS = re.compile(
     r"\bwhat(?:'s| has| was)? changed\b|\bany changes?\b|\bchanges (?:to|in|of)\b|\bdeploy(?:s|ed|ments?)?\b|\brollouts?\b|\brolled out\b",
     re.I,
@@ -157,6 +156,6 @@ class ChangedTelemetry:
         unique = {(c.service, c.kind, c.time, c.after): c for c in (*incident.changes, *found)}
         return replace(
             incident,
-            changes=tuple(sorted(unique.values(), key=lambda c: (c.time, c.service))),
+            changes=known(unique.values(), window),
             notes=(*incident.notes, *(f"changes: {m} not read" for m in missing)),
         )

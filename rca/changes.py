@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from rca.telemetry import to_iso
+from rca.telemetry import Window, to_iso
 from rca.timestamps import parse_timestamp
 
 
@@ -90,6 +90,9 @@ def write_changes(changes: Iterable[Change], path: Path) -> None:
     path.write_text("".join(line + "\n" for line in lines))
 
 
+LOOK_BACK = 3600.0  # a change up to an hour before the window may have started what it shows
+
+
 def within(changes: Iterable[Change], start: float, end: float, services: Iterable[str] = ()) -> list[Change]:
     """The changes that took effect in [start, end], to any of `services` (all where none are
     named), earliest first."""
@@ -98,6 +101,12 @@ def within(changes: Iterable[Change], start: float, end: float, services: Iterab
         (c for c in changes if start <= c.time <= end and (not named or c.service in named)),
         key=lambda c: (c.time, c.service),
     )
+
+
+def known(changes: Iterable[Change], window: Window) -> tuple[Change, ...]:
+    """The changes known to whoever asks about `window` at its end: from LOOK_BACK before it to
+    its end, earliest first. A change made after the question was asked had not happened yet."""
+    return tuple(within(changes, window.start - LOOK_BACK, window.end))
 
 
 def listed(changes: Iterable[Change]) -> str:

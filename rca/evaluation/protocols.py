@@ -38,7 +38,7 @@ import hashlib
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from rca.changes import Change, ChangeKind
+from rca.changes import Change, ChangeKind, known
 from rca.errors import InputError, RcaError
 from rca.evaluation.transforms import crop, drifted, parse_drift, parse_step, reshaped
 from rca.evaluation.vocabulary import Vocabulary, parse_vocabulary
@@ -114,6 +114,7 @@ class Protocol:
                 incident = crop(incident, case.label.start)
         if self.bystanders:
             incident = await planted(case, incident, self.bystanders)
+        incident = replace(incident, changes=known(incident.changes, incident.window))
         return self.record(incident)
 
     def record(self, incident: Incident) -> Incident:

@@ -18,12 +18,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from rca.changes import Change, ChangeKind
+from rca.changes import LOOK_BACK, Change, ChangeKind
 from rca.errors import DataError
 from rca.sources import http
 from rca.telemetry import Window
-
-LOOK_BACK = 3600.0  # the hour before the window: a change there may have started what it shows
 
 
 @dataclass(frozen=True, slots=True)

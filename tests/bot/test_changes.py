@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import aiohttp
@@ -157,6 +158,34 @@ def test_each_incident_carries_the_changes_around_its_window_and_says_what_it_co
         assert [(c.service, c.after) for c in incident.changes] == [("ts-order-service", "2")]
         assert any("changes Prometheus records" in n and "not read" in n for n in incident.notes)
         assert incident.window == window and (await telemetry.services()) == (await base.services())
+        store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_replayed_recording_s_own_changes_stop_at_the_window_s_close(tmp_path: Path, nezha_slice: Path) -> None:
+    """Replayed, a recording knows its whole day; the question asked at the window's close
+    knows only the changes made by then."""
+    from bot.changes import ChangedTelemetry, Changes
+    from bot.telemetry import ReplayTelemetry
+    from rca.changes import Change, ChangeKind, write_changes
+    from storage.changes import ChangeStore
+
+    data = tmp_path / "data"
+    shutil.copytree(nezha_slice, data)
+
+    async def scenario() -> None:
+        window = await ReplayTelemetry(data).window("10m")
+        day = next(p for p in (data / "rca_data").iterdir() if p.is_dir())
+        made = [window.start - 300, window.end - 60, window.end + 30, window.end + 900]
+        write_changes(
+            [Change("ts-order-service", ChangeKind.DEPLOY, t, after=str(i)) for i, t in enumerate(made)],
+            day / "changes.jsonl",
+        )
+        base = ReplayTelemetry(data)
+        store = ChangeStore(tmp_path / "changes.db")
+        incident = await ChangedTelemetry(base, Changes(store, base)).incident("Frontend", window)
+        assert [c.after for c in incident.changes] == ["0", "1"]
         store.close()
 
     asyncio.run(scenario())

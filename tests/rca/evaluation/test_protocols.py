@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from rca.changes import LOOK_BACK, Change, ChangeKind
 from rca.engines import build_engine
 from rca.errors import InputError
 from rca.evaluation.harness import evaluate
@@ -91,6 +93,26 @@ def test_bystander_changes_are_planted_around_the_window_never_on_the_labelled_s
         assert len({c.time for c in placed.changes}) == 5
         assert any("bystanders planted" in n for n in placed.notes) and "5 bystander changes" in protocol.name
         assert asyncio.run(Protocol().place(case)).changes == ()
+
+
+def test_a_placed_incident_knows_only_the_changes_made_by_its_window_s_close(nezha_slice: Path) -> None:
+    """The window's close is when the question is asked: a change after it had not happened,
+    one in the hour before the window may have started what it shows, one long before is not
+    read, under every placement."""
+    (case,) = find_cases(nezha_slice)
+    start = case.label.start
+    assert start is not None
+    at = [start - 7300.0, start - 1800.0, start, start + 60.0, start + 400.0, start + 5000.0]
+    changes = tuple(Change(f"svc-{i}", ChangeKind.DEPLOY, t, "1", "2") for i, t in enumerate(at))
+    case = replace(case, incident=replace(case.incident, changes=changes))
+    for placement in Placement:
+        placed = asyncio.run(Protocol(placement).place(case))
+        window = placed.window
+        expected = [c for c in changes if window.start - LOOK_BACK <= c.time <= window.end]
+        assert list(placed.changes) == expected and expected, placement
+        assert all(c.time <= window.end for c in placed.changes)
+    realistic = asyncio.run(Protocol().place(case))
+    assert [c.service for c in realistic.changes] == ["svc-1", "svc-2", "svc-3"]  # the close is 1-5 min after
 
 
 def test_a_bad_protocol_is_a_clear_error() -> None:
