@@ -48,6 +48,7 @@ class LogTools(Reader):
         self._peers: dict[tuple[str, str], frozenset[str]] = {}
         self._logged: frozenset[str] | None = None  # the services with log lines in the window, once known
         self._lines_of: frozenset[str] = frozenset()  # the services the window's log lines read came from
+        self._normal_read = False  # some normal log line was read: a template can be new or shifted against it
 
     async def _listed(self, tool: str, entity: str) -> bool:
         """A logs read of a service the backend lists no line of (Loki the label values of a
@@ -127,7 +128,9 @@ class LogTools(Reader):
         window = normal.window if normal is not None else self.incident.window
         readers = [p.logs for p in normal.parts()] if normal is not None else []
         if not any(readers):
-            self.missing.append("normal logs: absent, every template counts as new")
+            self.missing.append(
+                "normal logs: absent, so no template is new and no rate shifted; error lines still count"
+            )
         reads = [await self._read("logs", r.records(LogQuery(window)), []) if r is not None else [] for r in readers]
         back_records = reads[0] if reads else []  # the look-back's
         free_records = reads[1] if len(reads) > 1 else []  # the fault-free stretch's
@@ -136,6 +139,11 @@ class LogTools(Reader):
             lambda: (mine(miner, back_records), mine(miner, free_records), mine(miner, now_records))
         )
         normal_mined = normal_logs(mined_back, mined_free)
+        self._normal_read = bool(normal_mined)
+        if any(readers) and not normal_mined:
+            self.missing.append(
+                "normal logs: none read, so no template is new and no rate shifted; error lines still count"
+            )
         if self.glance and self.budget is not None:  # only a budgeted logs scan glances at them
             self._volume = error_volume(line_counts(normal_mined), line_counts(now))
         shifts: dict[str, list[TemplateShift]] = {}
@@ -165,6 +173,8 @@ class LogTools(Reader):
             if not t.template.strip():  # blank lines carry nothing to reason about
                 continue
             error = is_error(t.template, t.severity)
+            if not error and not self._normal_read:  # new and shifted say nothing without a normal
+                continue
             if t.score <= -LOG_MIN_Z and not t.is_new:  # a code path the service stopped running
                 if error:  # failures that stopped are a recovery, nothing to blame
                     continue

@@ -1077,3 +1077,21 @@ def test_a_normal_that_never_moved_is_measured_in_its_peers_spread_whatever_the_
     assert idle(metric_shifts(normal, now, peers=False)) == MAX_Z  # the ablation: a zero spread, the cap
     scaled = fleet(1000.0)  # another unit: the same standing
     assert idle(metric_shifts(*scaled)) == pytest.approx(idle(metric_shifts(normal, now)), rel=0.3)
+
+
+def test_without_normal_log_lines_no_template_is_new_and_error_lines_still_count() -> None:
+    """A template is new, or its rate shifted, only against normal lines: with none read
+    (a recording that begins at the fault, a service with no log history), every template
+    would be "new". What a line says, an error, needs no normal."""
+    from tests.conftest import NEZHA_SLICE
+
+    (case,) = find_cases(NEZHA_SLICE)
+    bare = replace(case.incident, normal={m: n for m, n in case.incident.normal.items() if m is not Modality.LOGS})
+    with_normal, without = Toolbox(case.incident), Toolbox(bare)
+    graph = asyncio.run(case.incident.sources.topology.topology())  # type: ignore[union-attr]
+    read = [e for s in sorted(graph) for e in asyncio.run(with_normal.logs(s)).evidence]
+    bare_read = [e for s in sorted(graph) for e in asyncio.run(without.logs(s)).evidence]
+    shifted = (EvidenceKind.LOG_FREQUENCY_SHIFT, EvidenceKind.LOG_NEW_TEMPLATE)
+    assert any(e.kind in shifted for e in read)
+    assert bare_read and all(e.signal is Signal.ERRORS and e.kind not in shifted for e in bare_read)
+    assert any("normal logs: absent, so no template is new" in m for m in without.missing)
