@@ -127,10 +127,6 @@ class LogTools(Reader):
         normal = self.incident.normal_for(Modality.LOGS)
         window = normal.window if normal is not None else self.incident.window
         readers = [p.logs for p in normal.parts()] if normal is not None else []
-        if not any(readers):
-            self.missing.append(
-                "normal logs: absent, so no template is new and no rate shifted; error lines still count"
-            )
         reads = [await self._read("logs", r.records(LogQuery(window)), []) if r is not None else [] for r in readers]
         back_records = reads[0] if reads else []  # the look-back's
         free_records = reads[1] if len(reads) > 1 else []  # the fault-free stretch's
@@ -140,9 +136,10 @@ class LogTools(Reader):
         )
         normal_mined = normal_logs(mined_back, mined_free)
         self._normal_read = bool(normal_mined)
-        if any(readers) and not normal_mined:
+        if not normal_mined:
+            why = "none read" if any(readers) else "absent"
             self.missing.append(
-                "normal logs: none read, so no template is new and no rate shifted; error lines still count"
+                f"normal logs: {why}, so no template is new and no rate shifted; error lines still count"
             )
         if self.glance and self.budget is not None:  # only a budgeted logs scan glances at them
             self._volume = error_volume(line_counts(normal_mined), line_counts(now))
