@@ -6,14 +6,21 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import Protocol
 
-from rca.evidence import Evidence
 from rca.evidence.runs import ONSET_Z
 
 Profile = Sequence[tuple[float, float]]
 
 
-def profile_step(profiled: Sequence[Evidence]) -> float:
+class Profiled(Protocol):
+    """What carries a z-profile: a piece of evidence, or a metric shift before it is one."""
+
+    @property
+    def profile(self) -> Profile: ...
+
+
+def profile_step(profiled: Sequence[Profiled]) -> float:
     """The sampling step the profiles share: the smallest gap between their time points."""
     times = sorted({t for e in profiled for t, _ in e.profile})
     gaps = [b - a for a, b in itertools.pairwise(times) if b - a > 1.0]

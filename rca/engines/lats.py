@@ -10,7 +10,7 @@ from rca.model import Candidate, Diagnosis, FaultType, Incident
 from rca.reasoners import Reasoner
 from rca.reasoners.offline import OfflineReasoner
 from rca.rules import parse_rules
-from rca.rules.timing import ASKED_LATE
+from rca.rules.timing import ASKED_LATE, REOPEN
 from rca.search.actions import AgentKind
 from rca.search.config import SearchConfig
 from rca.search.events import Event, Finished
@@ -50,7 +50,7 @@ VARIANTS: dict[str, Variant] = {
     ),
 }
 
-ABLATIONS = ("batching", "backprop", "reflection", "check", "glance", "peer-spread", ASKED_LATE)
+ABLATIONS = ("batching", "backprop", "reflection", "check", "glance", "peer-spread", ASKED_LATE, REOPEN)
 
 
 def ablate(config: SearchConfig, what: str) -> SearchConfig:
@@ -74,8 +74,8 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, glance=False)
     if what == "peer-spread":
         return replace(config, peer_spread=False)
-    if what == ASKED_LATE:
-        return replace(config, scoring=replace(config.scoring, off=config.scoring.off | {ASKED_LATE}))
+    if what in (ASKED_LATE, REOPEN):
+        return replace(config, scoring=replace(config.scoring, off=config.scoring.off | {what}))
     raise InputError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")
 
 

@@ -53,6 +53,12 @@ class MetricTools(Reader):
                         self._metrics.setdefault(m.entity, []).append(m)
             return self._metrics
 
+    async def shifts_of(self, entity: str) -> list[MetricShift]:
+        """One entity's series shifts, as the metrics tool reads them, before any evidence is
+        made of them: neither charged to the read budget nor given evidence ids (what an
+        investigation looks at before it begins)."""
+        return list((await self._metric_index()).get(entity, []))
+
     @memoised
     async def metrics(self, entity: str) -> ToolResult:
         """Series of one entity that left their normal range."""

@@ -15,6 +15,13 @@ was under way when the window opened is theirs, and what began well after it ope
 later incident's. A symptom that deepened past twice its opening depth began anew inside the
 window, and data that began inside it (a restarted exporter) cannot say: both keep the rule
 above.
+
+Opened back (`REOPEN`, its own ablation switch): before anything is read for the search,
+where the symptom's series were already degraded when the window opened (a run under way
+since the window's own first sample, not since a recording that began inside it) and none of
+them began degrading inside it, the incident asked about began before the window; the
+investigation then reads the window opened back by its own length, once, so that it holds
+that start, and says so.
 """
 
 from __future__ import annotations
@@ -24,13 +31,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rca.evidence import Evidence
+from rca.evidence.metrics import MetricShift
 from rca.model import Modality
-from rca.profiles import profile_step
+from rca.profiles import Profiled, profile_step
 from rca.signals import bad_direction
 from rca.telemetry import Window
 from rca.topology import ONSET_TOLERANCE
 
 ASKED_LATE = "asked-late"  # the ablation switch of the symptom's degradation under way when the window opened
+REOPEN = "reopen"  # the ablation switch of a window opened back to hold the start of an incident asked about late
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +143,23 @@ def undatable(ev: Evidence, window: Window) -> bool:
     return _past(ev.profile[0][0], window.start, ev)
 
 
-def _past(later: float, earlier: float, ev: Evidence) -> bool:
+def opened_late(symptom: Sequence[MetricShift], window: Window) -> bool:
+    """The symptom's series (its metric shifts) were degraded from the window's own first
+    sample and none began degrading inside the window: the incident asked about began before
+    it."""
+    bad = [m for m in symptom if m.direction == bad_direction(m.metric) and m.profile]
+    if any(not m.under_way and m.onset is not None for m in bad):
+        return False
+    return any(m.under_way and not _past(m.profile[0][0], window.start, m) for m in bad)
+
+
+def opened_back(window: Window) -> Window:
+    """The window opened back by its own length: where a question asked late finds its
+    incident's start."""
+    return Window(window.start - window.seconds, window.end)
+
+
+def _past(later: float, earlier: float, ev: Profiled) -> bool:
     """`later` lies past `earlier` by more than the time forgiven around `ev`'s anomaly: the
     skew between a cause and its effect, or its series' sampling step where that is longer
     (the step is read only where the skew alone does not settle it)."""

@@ -136,7 +136,7 @@ class PrometheusMetrics:
         }
         data = await self._get("/api/v1/query_range", params, what=promql, client=client)
         if not isinstance(data, dict) or data.get("resultType") != "matrix":
-            raise DataError(f"prometheus: {promql[:120]}: expected a matrix result")
+            raise DataError(f"prometheus at {self.url}: {promql[:120]}: expected a matrix result")
         out = []
         for item in data.get("result", []):
             labels = item.get("metric", {})
@@ -147,7 +147,7 @@ class PrometheusMetrics:
                 ts, vs = _samples(item.get("values", []))
             except (TypeError, ValueError) as exc:
                 raise DataError(
-                    f"prometheus: {promql[:120]}: a series whose samples are not [time, value] pairs"
+                    f"prometheus at {self.url}: {promql[:120]}: a series whose samples are not [time, value] pairs"
                 ) from exc
             out.append(Series(str(entity), metric, ts, vs, str(labels.get(self.mapping.instance_label, entity))))
         return out

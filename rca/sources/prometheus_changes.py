@@ -80,7 +80,7 @@ class PrometheusChanges:
         )
         data = body.get("data")
         if not isinstance(data, dict) or data.get("resultType") != "matrix":
-            raise DataError(f"prometheus: {family.query}: expected a matrix result")
+            raise DataError(f"prometheus at {self.url}: {family.query}: expected a matrix result")
         # a version label: per service, when each version's first series began; a value: per series
         tracks: dict[tuple[str, str], list[tuple[float, str]]] = {}
         for item in data.get("result", []):

@@ -11,13 +11,19 @@ import networkx as nx
 import pytest
 
 from rca.engines import build_engine
-from rca.engines.lats import VARIANTS, SearchEngine, Variant
+from rca.engines.lats import VARIANTS, SearchEngine, Variant, ablate
+from rca.evaluation.protocols import Placement, Protocol
+from rca.evidence.metrics import MetricShift
 from rca.model import Incident, IncidentCase, Modality
+from rca.replay import with_window
+from rca.rules.timing import REOPEN, opened_back, opened_late
 from rca.search.actions import AgentKind
 from rca.search.config import SearchConfig
 from rca.search.events import Finished, Handoff, HypothesesRanked
+from rca.signals import Signal
 from rca.sources.datasets import find_cases
 from rca.sources.memory import StaticTopology
+from rca.telemetry import Window, to_iso
 from rca.trace import STAGES, replay
 from rca.trace_json import from_json, to_json
 
@@ -334,3 +340,52 @@ def test_changes_survive_the_round_trip_and_the_replay_and_a_bystander_s_move_no
     assert trace.evidence_package.changes == changes
     assert to_json(replay(trace, graph=graph, start="hypothesis_set")) == doc
     assert diagnosis.ranking == plain.ranking  # a change with no anomaly after it explains nothing
+
+
+# -- asked late: the window opened back ----------------------------------------------------
+LAB_SLICE = Path(__file__).resolve().parents[2] / "data" / "lab-0"
+
+
+def _metric_shift(profile: list[tuple[float, float]], *, direction: int = 1) -> MetricShift:
+    run = [t for t, z in profile if direction * z >= 3.0]
+    return MetricShift(
+        "front", "latency_seconds", "", Signal.LATENCY, max(abs(z) for _, z in profile), run[0] if run else None,
+        direction, 0.1, 1.0, tuple(profile), None, bool(run) and run[0] == profile[0][0],
+    )  # fmt: skip
+
+
+def test_a_symptom_degraded_from_the_window_s_first_sample_and_never_begun_inside_it_was_asked_about_late() -> None:
+    window = Window(0.0, 900.0)
+    degraded = _metric_shift([(float(t), 20.0) for t in range(0, 900, 60)])
+    assert opened_late([degraded], window)
+    begun = _metric_shift([(float(t), 0.0 if t < 300 else 20.0) for t in range(0, 900, 60)])
+    assert not opened_late([begun], window)  # it began inside: the window holds its start
+    assert not opened_late([degraded, begun], window)
+    assert not opened_late([_metric_shift([(float(t), -20.0) for t in range(0, 900, 60)], direction=-1)], window)
+    # a recording that began inside the window cannot say the incident began before it
+    assert not opened_late([_metric_shift([(float(t), 20.0) for t in range(420, 900, 60)])], window)
+    assert not opened_late([], window)
+    assert opened_back(window) == Window(-900.0, 900.0)
+
+
+def _investigated(incident: Incident, config: SearchConfig = VARIANTS["lats"].config) -> dict:  # type: ignore[type-arg]
+    return asyncio.run(SearchEngine(Variant("lats", VARIANTS["lats"].order, config)).investigate(incident)).trace
+
+
+def test_asked_late_the_investigation_is_the_one_of_the_window_opened_back_and_says_so() -> None:
+    """A lab incident asked late, its symptom degraded when the window opened: the investigation
+    reads the window opened back by its own length, exactly as if that had been asked, and says
+    why; with the switch off it reads the window asked."""
+    case = next(c for c in find_cases(LAB_SLICE) if c.id.endswith("20:51:16"))
+    late = asyncio.run(Protocol(Placement.LATE).place(case))
+    trace = _investigated(late)
+    wider = opened_back(late.window)
+    assert trace["evidence_package"]["window"] == {"start": to_iso(wider.start), "end": to_iso(wider.end)}
+    (note,) = [m for m in trace["evidence_package"]["missing"] if m.startswith("asked late")]
+    assert to_iso(late.window.start) in note and to_iso(wider.start) in note
+    asked_wider = _investigated(with_window(late, wider))
+    assert not any(m.startswith("asked late") for m in asked_wider["evidence_package"]["missing"])
+    assert trace["decision_report"] == asked_wider["decision_report"]
+    off = _investigated(late, ablate(VARIANTS["lats"].config, REOPEN))
+    assert off["evidence_package"]["window"]["start"] == to_iso(late.window.start)
+    assert not any(m.startswith("asked late") for m in off["evidence_package"]["missing"])
