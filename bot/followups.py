@@ -181,9 +181,8 @@ async def _chart(incident: Incident, verdict: Verdict, request: ChartRequest) ->
     """Read the asked metric around the onset and draw it (runs on a worker thread)."""
     assert incident.sources.metrics is not None
     normal = incident.normal.get(Modality.METRICS)
-    span = Window(
-        min(verdict.window.start, normal.window.start) if normal else verdict.window.start, verdict.window.end
-    )
+    read = verdict.trace.evidence_package.window  # the window investigated: the one asked, or opened back
+    span = Window(min(read.start, normal.window.start) if normal else read.start, read.end)
     series = await incident.sources.metrics.series(MetricQuery(span, (request.entity,)))
     wanted = request.metric.lower()
     picked = [s for s in series if s.metric.lower() == wanted] or [s for s in series if wanted in s.metric.lower()]
@@ -199,7 +198,5 @@ async def _chart(incident: Incident, verdict: Verdict, request: ChartRequest) ->
         default=None,
     )
     title = f"{picked[0].metric} of {request.entity}"
-    png = signal_chart(
-        picked, window=verdict.window, title=title, onset=onset, normal=normal.window if normal else None
-    )
+    png = signal_chart(picked, window=read, title=title, onset=onset, normal=normal.window if normal else None)
     return Chart(png, title)

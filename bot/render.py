@@ -20,6 +20,7 @@ from rca.decision import either
 from rca.evidence import earliest_onsets
 from rca.explain import cited_evidence, readable
 from rca.model import Cost
+from rca.rules.timing import LATE_NOTE
 from rca.star.audit import Audit
 from rca.star.support import CHECKS as TELEMETRY_CHECKS
 from rca.telemetry import to_iso
@@ -307,8 +308,11 @@ def _audit_line(a: Audit, *, unsure: bool = False) -> str:
 
 
 def _missing(t: Trace) -> list[Block]:
-    missing = t.evidence_package.missing
-    return [context("⚠️ Partial result — missing: " + plain("; ".join(missing)))] if missing else []
+    """What the data lacked, and apart from it, a window the investigation opened back."""
+    late = [m for m in t.evidence_package.missing if m.startswith(LATE_NOTE)]
+    missing = [m for m in t.evidence_package.missing if not m.startswith(LATE_NOTE)]
+    blocks = [context("🕰️ Asked late" + plain(late[0][len(LATE_NOTE) :]))] if late else []
+    return blocks + ([context("⚠️ Partial result — missing: " + plain("; ".join(missing)))] if missing else [])
 
 
 def _buttons(id: str, *, repair: bool) -> Block:

@@ -35,7 +35,7 @@ from rca.evidence.metrics import MetricShift
 from rca.model import Modality
 from rca.profiles import Profiled, profile_step
 from rca.signals import bad_direction
-from rca.telemetry import Window
+from rca.telemetry import Window, to_iso
 from rca.topology import ONSET_TOLERANCE
 
 ASKED_LATE = "asked-late"  # the ablation switch of the symptom's degradation under way when the window opened
@@ -157,6 +157,18 @@ def opened_back(window: Window) -> Window:
     """The window opened back by its own length: where a question asked late finds its
     incident's start."""
     return Window(window.start - window.seconds, window.end)
+
+
+LATE_NOTE = "asked late"  # how the investigation's note of a window opened back begins
+
+
+def opened_back_note(symptom: str, asked: Window) -> str:
+    """What the investigation says of a window it opened back."""
+    return (
+        f"{LATE_NOTE}: {symptom} was already degraded when the window opened at {to_iso(asked.start)}, so the "
+        f"investigation read from {to_iso(opened_back(asked).start)} (the window's length earlier) to hold the "
+        "incident's start"
+    )
 
 
 def _past(later: float, earlier: float, ev: Profiled) -> bool:

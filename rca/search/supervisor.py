@@ -15,13 +15,12 @@ from rca.evidence.traces import GapShare
 from rca.model import Cost, Incident
 from rca.reasoners import Reasoner
 from rca.replay import with_window
-from rca.rules.timing import REOPEN, opened_back, opened_late
+from rca.rules.timing import REOPEN, opened_back, opened_back_note, opened_late
 from rca.search.actions import AGENT_TOOLS, AgentKind, Tool
 from rca.search.agents import AgentSearch, Shared
 from rca.search.config import SearchConfig
 from rca.search.events import Event, Finished, Handoff
 from rca.search.state import DiagnosticState
-from rca.telemetry import to_iso
 from rca.topology import neighbours, siblings
 from rca.trace import EvidencePackage, Trace, analysis_structure, decision_report
 from rca.trace_json import to_json
@@ -64,11 +63,7 @@ async def run_search(
         incident = with_window(incident, opened_back(asked))
         toolbox = Toolbox(incident, budget=config.read_budget, glance=config.glance, peer_spread=config.peer_spread)
         graph = await toolbox.topology()
-        toolbox.missing.append(
-            f"asked late: {incident.symptom} was already degraded when the window opened at {to_iso(asked.start)}, "
-            f"so the investigation read from {to_iso(incident.window.start)} (the window's length earlier) to hold "
-            "the incident's start"
-        )
+        toolbox.missing.append(opened_back_note(incident.symptom, asked))
     kinds = available_agents(incident, order)
     tools = tuple(dict.fromkeys(t for k in kinds for t in AGENT_TOOLS[k]))
     shared = Shared(

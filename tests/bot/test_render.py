@@ -14,6 +14,7 @@ from bot.verdicts import Verdict
 from handlers.ids import REPAIR, VERIFY
 from rca.changes import Change, ChangeKind
 from rca.errors import InputError
+from rca.rules.timing import opened_back_note
 from rca.star.audit import audit
 from rca.star.criteria import AuditContext
 from rca.telemetry import Window
@@ -251,3 +252,19 @@ def test_where_the_lead_changed_its_rollback_is_said_beside_the_change_once(tmp_
     assert "Roll back" not in lead_changed["Next"]
     other_changed = sections(other)  # another suspect's change: the lead's rollback stays a next step
     assert "Roll back" not in other_changed["What changed"] and "Roll back" in other_changed["Next"]
+
+
+def test_a_window_opened_back_is_said_on_its_own_line_not_as_missing_data() -> None:
+    trace = demo_trace()
+    ep = trace.evidence_package
+    late = opened_back_note("Frontend", Window(1200.0, 2100.0))
+    trace = replace(trace, evidence_package=replace(ep, missing=(late, "traces: absent")))
+    words = _words(
+        render.verdict(
+            Verdict("inv-1", "Frontend", Window(1200, 2100), trace, audit(trace, AuditContext(nx.DiGraph())))
+        )[1]
+    )
+    assert "🕰️ Asked late: Frontend was already degraded when the window opened at 1970-01-01T00:20:00Z" in words
+    assert "read from 1970-01-01T00:05:00Z" in words
+    partial = next(line for line in words.splitlines() if "Partial result" in line)
+    assert "traces: absent" in partial and "asked late" not in partial.lower()
