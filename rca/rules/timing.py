@@ -2,7 +2,8 @@
 another time belongs to another incident.
 
 Its time is the symptom's: when the symptom alerted, where that is known; else the symptom's
-anomaly that goes on when the window closes; else the window's close itself (the user asks
+degradation (a series moved the bad way: a symptom that improved begins no incident) that
+goes on when the window closes; else the window's close itself (the user asks
 about now). An anomaly over before then, begun well after the symptom's began, or already
 under way before the data began, is another incident's: the window a user asks about holds
 the start of the incident they ask about. (Setting aside only what was under way when the
@@ -54,13 +55,15 @@ class Reference:
 def reference(
     evidence: Sequence[Evidence], symptom: str, alert_time: float | None, window: Window, *, asked_late: bool = True
 ) -> Reference:
-    """The alert time, or the symptom's anomaly going on at the window's close: begun inside
+    """The alert time, or the symptom's degradation going on at the window's close: begun inside
     the data, or else (`asked_late`) under way since the symptom's first sample, as when on-call
     asks well into an incident; or nothing known (the window's close)."""
     if alert_time is not None:
         return Reference(alert_time, alert_time)
     going = [
-        ev for ev in evidence if ev.entity == symptom and ev.until is None and ev.onset is not None and not ev.under_way
+        ev
+        for ev in evidence
+        if ev.entity == symptom and ev.until is None and ev.onset is not None and not ev.under_way and degraded(ev)
     ]
     if going:
         return Reference(min(ev.onset for ev in going if ev.onset is not None), None)

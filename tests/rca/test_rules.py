@@ -222,6 +222,9 @@ def test_asked_late_the_incident_under_way_when_the_window_opened_is_the_one_ask
     # data that began inside the window (a restarted exporter) cannot say the incident was under way
     restarted = replace(symptom, profile=tuple(p for p in flat if p[0] >= 420.0))
     assert _first([restarted, cause, later], graph) == "c"
+    # a symptom's series that improved inside the window (fewer errors) begins no incident
+    improved = _shift(4, "front", "error_rate", 8.0, Signal.ERRORS, 500.0, direction=-1)
+    assert _first([symptom, cause, later, improved], graph) == "b"
 
 
 def _ranked(
