@@ -65,8 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--ablate",
         default="",
-        help="comma-separated lats ablations: batching,backprop,reflection,check,glance,peer-spread, or rule:NAME "
-        "for a scoring rule (rcabot rules lists them)",
+        help="comma-separated lats ablations: batching,backprop,reflection,check,glance,peer-spread,asked-late,"
+        "reopen, or rule:NAME for a scoring rule (rcabot rules lists them)",
     )
     ev.add_argument("--repair", action="store_true", help="also run each search engine followed by STAR's repair")
     ev.add_argument("--budget", type=_budget, help=BUDGET_HELP)

@@ -214,3 +214,12 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly() -> None:
     proc.stdout.close()  # before the command has printed anything
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err
+
+
+def test_eval_help_names_every_ablation(capsys: pytest.CaptureFixture[str]) -> None:
+    from rca.engines.lats import ABLATIONS
+
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    help_text = "".join(capsys.readouterr().out.split())  # argparse wraps lines, at hyphens too
+    assert all(a in help_text for a in ABLATIONS)
