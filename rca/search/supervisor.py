@@ -51,7 +51,11 @@ async def run_search(
     """The investigation as a stream of events; the last one is Finished with the trace."""
     started = time.perf_counter()
     reasoner = reasoner.for_investigation()
-    toolbox = Toolbox(incident, budget=config.read_budget, glance=config.glance, peer_spread=config.peer_spread)
+
+    def toolbox_of(incident: Incident) -> Toolbox:
+        return Toolbox(incident, budget=config.read_budget, glance=config.glance, peer_spread=config.peer_spread)
+
+    toolbox = toolbox_of(incident)
     graph = await toolbox.topology()
     if (
         config.scoring.on(REOPEN)
@@ -61,7 +65,7 @@ async def run_search(
     ):
         asked = incident.window
         incident = with_window(incident, opened_back(asked))
-        toolbox = Toolbox(incident, budget=config.read_budget, glance=config.glance, peer_spread=config.peer_spread)
+        toolbox = toolbox_of(incident)
         graph = await toolbox.topology()
         toolbox.missing.append(opened_back_note(incident.symptom, asked))
     kinds = available_agents(incident, order)
