@@ -261,8 +261,7 @@ def score_hypotheses(
             if entity not in best or value > best[entity][0]:
                 best[entity] = (value, fault, cites)
     values = {e: v for e, (v, _, _) in best.items()}
-    # the evidence of the incident asked about: all of it, unless `timing` tells it apart
-    current = frozenset(ev.id for ev in evidence if weight(ev, ref, past_weight=0.0, timing=config.on("timing")) == 1.0)
+    current = _current(evidence, ref, config)
     undated = (
         frozenset(ev.id for ev in evidence if elsewhere(ev, ref) is Elsewhere.UNDER_WAY and undatable(ev, window))
         if config.on("timing")
@@ -340,9 +339,18 @@ def supported_faults(
     ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
     comps = _components(evidence, config, edge_share, population, ref)
     out = {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
-    if config.on("changes") and changes and (found := breaking_change(evidence, changes)) is not None:
+    if (
+        config.on("changes")
+        and changes
+        and (found := breaking_change(evidence, changes, _current(evidence, ref, config))) is not None
+    ):
         out[found[0]] = out.get(found[0], frozenset()) | {FaultType.RELEASE}
     return out
+
+
+def _current(evidence: Sequence[Evidence], ref: Reference, config: ScoringConfig) -> frozenset[EvidenceId]:
+    """The evidence of the incident asked about: all of it, unless `timing` tells it apart."""
+    return frozenset(ev.id for ev in evidence if weight(ev, ref, past_weight=0.0, timing=config.on("timing")) == 1.0)
 
 
 def _shows(sig: _Signals, fault: FaultType) -> bool:

@@ -14,29 +14,56 @@ neighbour anomalous since well before the change, the service unharmed until it,
 Where several changes broke something, the latest is the incident asked about: on-call asks
 about what is going on now, and a symptom degraded since an earlier incident shows no new
 onset of its own for the next one, so the symptom's first onset cannot order them.
+
+What began right after a change counts only where it is harm of this incident: an anomaly of
+the incident asked about (rule `timing`: one over before the symptom's began is another's), a
+metric that moved the bad way, and, after a change that starts a new process (a deploy, a
+rollback, a restart), not the process's own series, which a restart moves by itself (a fresh
+process's first garbage collections, its descriptors, memory and CPU starting afresh): what the
+new version breaks shows in its work, its answers, latency, errors and logs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from rca.changes import Change
-from rca.evidence import Evidence
+from rca.changes import Change, ChangeKind
+from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.profiles import profile_step
 from rca.rules.board import Board
+from rca.signals import Signal, bad_direction
 from rca.topology import ONSET_TOLERANCE
 
+RESTARTS = frozenset({ChangeKind.DEPLOY, ChangeKind.ROLLBACK, ChangeKind.RESTART})  # changes that start a new process
+_PROCESS = frozenset({Signal.CPU, Signal.MEMORY, Signal.DISK, Signal.OTHER})
 
-def breaking_change(evidence: Sequence[Evidence], changes: Iterable[Change]) -> tuple[str, Change] | None:
-    """The latest change right after which its service's own anomaly began, no other
-    service's anomaly beginning between the two: the service and the change."""
-    placed = [ev for ev in evidence if ev.onset is not None and not ev.under_way]
+
+def resets(ev: Evidence) -> bool:
+    """A series a restart moves by itself: a fresh process's own CPU, memory, GC, disk and
+    descriptors."""
+    return ev.kind is EvidenceKind.METRIC_SHIFT and ev.signal in _PROCESS
+
+
+def harmful(ev: Evidence) -> bool:
+    """The anomaly is harm: a metric that moved the bad way (a restarted process holding fewer
+    files or less memory is no fault), or any other kind of evidence."""
+    return ev.kind is not EvidenceKind.METRIC_SHIFT or ev.direction == bad_direction(ev.subject)
+
+
+def breaking_change(
+    evidence: Sequence[Evidence], changes: Iterable[Change], current: frozenset[EvidenceId]
+) -> tuple[str, Change] | None:
+    """The latest change right after which harm to its service began, no other service's
+    harm beginning between the two: the service and the change. `current`: the evidence of
+    the incident asked about (rule `timing`)."""
+    placed = [ev for ev in evidence if ev.id in current and ev.onset is not None and not ev.under_way and harmful(ev)]
     found: tuple[str, Change] | None = None
     for c in sorted(changes, key=lambda c: c.time):
         after = [
             ev
             for ev in placed
             if ev.entity == c.service
+            and (c.kind not in RESTARTS or not resets(ev))
             and ev.onset is not None
             and c.time - ONSET_TOLERANCE <= ev.onset <= c.time + profile_step([ev]) + ONSET_TOLERANCE
         ]
@@ -60,7 +87,7 @@ def lift_changed(
     best), unless a neighbour whose anomaly began with the change explains it (`explained`:
     per service the victims rules explained, when its explaining neighbour's anomaly began);
     returns the values and the services whose fault is the change."""
-    found = breaking_change(board.evidence, board.changes)
+    found = breaking_change(board.evidence, board.changes, board.current)
     if found is None or found[0] not in values:
         return values, frozenset()
     if found[0] in explained and ((began := explained[found[0]]) is None or began >= found[1].time - ONSET_TOLERANCE):

@@ -288,3 +288,32 @@ def test_a_change_explains_nothing_without_an_anomaly_right_after_it_or_one_that
     # of two changes that broke something, the latest is the incident asked about
     both = [Change("c", ChangeKind.DEPLOY, 470.0), Change("b", ChangeKind.CONFIG, 450.0)]
     assert _ranked([*evidence, early], graph, both)[0].service == "c"
+
+
+def test_a_change_is_blamed_only_for_harm_of_this_incident_and_a_restart_only_for_harm_to_the_work() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("front", "c")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "error_rate", 40.0, Signal.ERRORS, 500.0)
+    strong = _shift(2, "b", "latency_seconds", 60.0, Signal.LATENCY, 500.0)
+    evidence = [symptom, strong]
+    failing = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 490.0)
+    gc = _shift(3, "c", "gc_collections", 4.0, Signal.MEMORY, 490.0)  # a fresh process's first collections
+    fds = _shift(3, "c", "open_fds", 4.0, Signal.OTHER, 490.0, direction=-1)  # fewer files held
+    for kind in (ChangeKind.DEPLOY, ChangeKind.ROLLBACK, ChangeKind.RESTART):
+        change = Change("c", kind, 470.0)
+        assert _ranked([*evidence, failing], graph, [change])[0].service == "c"
+        # what a restart moves by itself is no harm the new version did
+        assert _ranked([*evidence, gc], graph, [change])[0].service == "b"
+        assert _ranked([*evidence, fds], graph, [change])[0].service == "b"
+    # a config push starts no new process: its service's resources moving the bad way after it are harm
+    assert _ranked([*evidence, gc], graph, [Change("c", ChangeKind.CONFIG, 470.0)])[0].service == "c"
+    # ... and moving the good way are not
+    assert _ranked([*evidence, fds], graph, [Change("c", ChangeKind.CONFIG, 470.0)])[0].service == "b"
+    # an anomaly over before the symptom's began is another incident's: no change is blamed for this one
+    over = replace(_shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 200.0), until=260.0)
+    assert _ranked([*evidence, over], graph, [Change("c", ChangeKind.CONFIG, 180.0)])[0].service == "b"
+    assert (
+        _ranked(
+            [*evidence, over], graph, [Change("c", ChangeKind.CONFIG, 180.0)], ScoringConfig(off=frozenset({"timing"}))
+        )[0].service
+        == "c"
+    )
