@@ -270,6 +270,11 @@ _GOOD_WHEN_HIGH = {
 }
 
 
+# what a process's own series measure (its CPU, memory and GC, disk, descriptors), as against
+# what the ones it serves feel (latency, errors, traffic, the network)
+PROCESS_SIGNALS = frozenset({Signal.CPU, Signal.MEMORY, Signal.DISK, Signal.OTHER})
+
+
 def bad_direction(metric: str) -> int:
     """+1 when a rise of this metric is the bad way (errors, latency), -1 when a fall is
     (availability, success rate, free memory, idle CPU)."""

@@ -31,17 +31,16 @@ from rca.changes import Change, ChangeKind
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.profiles import profile_step
 from rca.rules.board import Board
-from rca.signals import Signal, bad_direction
+from rca.signals import PROCESS_SIGNALS, bad_direction
 from rca.topology import ONSET_TOLERANCE
 
 RESTARTS = frozenset({ChangeKind.DEPLOY, ChangeKind.ROLLBACK, ChangeKind.RESTART})  # changes that start a new process
-_PROCESS = frozenset({Signal.CPU, Signal.MEMORY, Signal.DISK, Signal.OTHER})
 
 
 def resets(ev: Evidence) -> bool:
     """A series a restart moves by itself: a fresh process's own CPU, memory, GC, disk and
     descriptors."""
-    return ev.kind is EvidenceKind.METRIC_SHIFT and ev.signal in _PROCESS
+    return ev.kind is EvidenceKind.METRIC_SHIFT and ev.signal in PROCESS_SIGNALS
 
 
 def harmful(ev: Evidence) -> bool:

@@ -9,7 +9,7 @@ from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.hypotheses import Hypothesis, ScoringConfig, score_hypotheses
 from rca.model import FaultType, Modality
 from rca.rules.background import keep_what_stands_out
-from rca.rules.timing import ASKED_LATE
+from rca.rules.timing import ASKED_LATE, reference, weight
 from rca.signals import Signal
 from rca.telemetry import Window
 from rca.topology import KPI
@@ -317,3 +317,19 @@ def test_a_change_is_blamed_only_for_harm_of_this_incident_and_a_restart_only_fo
         )[0].service
         == "c"
     )
+
+
+def test_the_incident_asked_about_begins_when_the_symptom_s_users_feel_it_not_when_its_process_moved() -> None:
+    window = Window(0.0, 1000.0)
+    symptom = _shift(1, "front", "latency_seconds", 30.0, Signal.LATENCY, 500.0)
+    blip = replace(_shift(3, "c", "error_rate", 60.0, Signal.ERRORS, 200.0), until=260.0)  # over long before
+    ref = reference([symptom, blip], "front", None, window)
+    assert ref.start == 500.0 and weight(blip, ref, past_weight=0.4) == 0.4
+    # the symptom's process holding more files, CPU or memory since early on does not move its start back
+    for subject, signal in (("open_fds", Signal.OTHER), ("cpu_seconds", Signal.CPU), ("rss_bytes", Signal.MEMORY)):
+        process = _shift(4, "front", subject, 8.0, signal, 100.0)
+        assert reference([process, symptom, blip], "front", None, window).start == 500.0
+    # where its users felt it early (errors since then), the incident began then, and the blip is its
+    felt = _shift(4, "front", "error_rate", 8.0, Signal.ERRORS, 100.0)
+    ref = reference([felt, symptom, blip], "front", None, window)
+    assert ref.start == 100.0 and weight(blip, ref, past_weight=0.4) == 1.0
