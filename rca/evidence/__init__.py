@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import NewType
 
 from rca.model import Modality
-from rca.signals import Signal
+from rca.signals import PROCESS_SIGNALS, Signal
 
 EvidenceId = NewType("EvidenceId", str)
 
@@ -52,6 +52,12 @@ class Evidence:
     def __post_init__(self) -> None:
         # stored at the precision the trace keeps, so a replay from JSON sees the same numbers
         object.__setattr__(self, "score", round(float(self.score), 4))
+
+    @property
+    def of_process(self) -> bool:
+        """A series of the process's own resources (rca.signals.PROCESS_SIGNALS: CPU, memory
+        and GC, disk, descriptors), not of the work it does for others."""
+        return self.kind is EvidenceKind.METRIC_SHIFT and self.signal in PROCESS_SIGNALS
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -28,25 +28,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from rca.changes import Change, ChangeKind
-from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.evidence import Evidence, EvidenceId
 from rca.profiles import profile_step
 from rca.rules.board import Board
-from rca.signals import PROCESS_SIGNALS, bad_direction
+from rca.rules.timing import degraded
 from rca.topology import ONSET_TOLERANCE
 
 RESTARTS = frozenset({ChangeKind.DEPLOY, ChangeKind.ROLLBACK, ChangeKind.RESTART})  # changes that start a new process
-
-
-def resets(ev: Evidence) -> bool:
-    """A series a restart moves by itself: a fresh process's own CPU, memory, GC, disk and
-    descriptors."""
-    return ev.kind is EvidenceKind.METRIC_SHIFT and ev.signal in PROCESS_SIGNALS
-
-
-def harmful(ev: Evidence) -> bool:
-    """The anomaly is harm: a metric that moved the bad way (a restarted process holding fewer
-    files or less memory is no fault), or any other kind of evidence."""
-    return ev.kind is not EvidenceKind.METRIC_SHIFT or ev.direction == bad_direction(ev.subject)
 
 
 def breaking_change(
@@ -55,14 +43,14 @@ def breaking_change(
     """The latest change right after which harm to its service began, no other service's
     harm beginning between the two: the service and the change. `current`: the evidence of
     the incident asked about (rule `timing`)."""
-    placed = [ev for ev in evidence if ev.id in current and ev.onset is not None and not ev.under_way and harmful(ev)]
+    placed = [ev for ev in evidence if ev.id in current and ev.onset is not None and not ev.under_way and degraded(ev)]
     found: tuple[str, Change] | None = None
     for c in sorted(changes, key=lambda c: c.time):
         after = [
             ev
             for ev in placed
             if ev.entity == c.service
-            and (c.kind not in RESTARTS or not resets(ev))
+            and (c.kind not in RESTARTS or not ev.of_process)  # a restart moves those by itself
             and ev.onset is not None
             and c.time - ONSET_TOLERANCE <= ev.onset <= c.time + profile_step([ev]) + ONSET_TOLERANCE
         ]

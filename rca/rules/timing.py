@@ -35,7 +35,7 @@ from rca.evidence import Evidence
 from rca.evidence.metrics import MetricShift
 from rca.model import Modality
 from rca.profiles import Profiled, profile_step
-from rca.signals import PROCESS_SIGNALS, bad_direction
+from rca.signals import bad_direction
 from rca.telemetry import Window, to_iso
 from rca.topology import ONSET_TOLERANCE
 
@@ -55,8 +55,8 @@ class Reference:
 def reference(
     evidence: Sequence[Evidence], symptom: str, alert_time: float | None, window: Window, *, asked_late: bool = True
 ) -> Reference:
-    """The alert time, or the symptom's degradation (as the ones it serves feel it: `felt`)
-    going on at the window's close: begun inside the data, or else (`asked_late`) under way
+    """The alert time, or the symptom's degradation as the ones it serves feel it (not its
+    process's own resources) going on at the window's close: begun inside the data, or else (`asked_late`) under way
     since the symptom's first sample, as when on-call asks well into an incident; or nothing
     known (the window's close)."""
     if alert_time is not None:
@@ -69,7 +69,7 @@ def reference(
         and ev.onset is not None
         and not ev.under_way
         and degraded(ev)
-        and felt(ev)
+        and not ev.of_process
     ]
     if going:
         return Reference(min(ev.onset for ev in going if ev.onset is not None), None)
@@ -81,7 +81,7 @@ def reference(
             and ev.until is None
             and ev.under_way
             and degraded(ev)
-            and felt(ev)
+            and not ev.of_process
             and worst_from_open(ev)
             and not undatable(ev, window)
         ]
@@ -99,12 +99,6 @@ def degraded(ev: Evidence) -> bool:
     if ev.modality is Modality.METRICS:
         return ev.direction == bad_direction(ev.subject)
     return ev.direction > 0
-
-
-def felt(ev: Evidence) -> bool:
-    """The symptom's users feel it: its answers, latency, errors or traffic, its logs and
-    traces; not its own process's resources."""
-    return ev.modality is not Modality.METRICS or ev.signal not in PROCESS_SIGNALS
 
 
 def worst_from_open(ev: Evidence) -> bool:
