@@ -56,9 +56,9 @@ def reference(
     evidence: Sequence[Evidence], symptom: str, alert_time: float | None, window: Window, *, asked_late: bool = True
 ) -> Reference:
     """The alert time, or the symptom's degradation as the ones it serves feel it (not its
-    process's own resources) going on at the window's close: begun inside the data, or else (`asked_late`) under way
-    since the symptom's first sample, as when on-call asks well into an incident; or nothing
-    known (the window's close)."""
+    process's own resources) going on at the window's close: begun inside the data, or else
+    (`asked_late`) under way since the symptom's first sample, as when on-call asks well into
+    an incident; or nothing known (the window's close)."""
     if alert_time is not None:
         return Reference(alert_time, alert_time)
     going = [
