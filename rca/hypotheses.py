@@ -50,7 +50,9 @@ from rca.telemetry import Window
 
 HypothesisId = NewType("HypothesisId", str)
 RANK_PRECISION = 3  # decimal places the ranking tells values apart at
-_EXCEPTION_WORDS = ("exception", "threw", "throwable", "stacktrace", "caused by")
+# a line that reports an exception, in the words of the common runtimes: Java's and .NET's
+# exceptions and causes, Python's traceback, Go's panic
+_EXCEPTION_WORDS = ("exception", "threw", "throwable", "stacktrace", "caused by", "traceback (most recent", "panic:")
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,20 @@ _LEVEL_KEYS = (
     "severityNumber",
 )
 _MESSAGE_KEYS = ("message", "msg", "log", "body", "text", "event")
+# where a structured line keeps its stack trace (python-json-logger, structlog, OpenTelemetry's
+# exception.stacktrace, ECS's error.stack_trace, pino's and bunyan's err.stack, zap's stacktrace)
+_STACK_KEYS = (
+    "stack",
+    "stack_trace",
+    "stacktrace",
+    "exc_info",
+    "exception",
+    "traceback",
+    "exception.stacktrace",
+    "error.stack_trace",
+    "error.stack",
+    "err.stack",
+)
 _SERVICE_KEYS = ("service.name", "service_name", "serviceName", "service")
 _TRACE_KEYS = ("trace_id", "traceId", "traceID", "trace.id", "TraceId", "dd.trace_id", "otelTraceID")
 _CODE_KEYS = (
@@ -246,6 +260,9 @@ def _from_json(fields: dict[str, Any], text: str, service: str, instance: str, y
     extra = text.split("\n", 1)[1] if "\n" in text else ""
     if extra:
         body += "\n" + extra
+    stack = next((v for k in _STACK_KEYS if isinstance(v := fields.get(k), str) and v), "")
+    if stack:  # a structured line's stack is part of its record, as a text line's is
+        body += "\n" + stack
     own_service = _pick(fields, _SERVICE_KEYS)
     trace = _pick(fields, _TRACE_KEYS)
     code = _pick(fields, _CODE_KEYS)

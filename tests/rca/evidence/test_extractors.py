@@ -815,6 +815,24 @@ def test_a_wrong_result_needs_error_logs_and_a_silenced_code_path_is_an_exceptio
     assert faults == {"a": FaultType.EXCEPTION, "b": FaultType.WRONG_RESULT}
 
 
+@pytest.mark.parametrize(
+    "stack",
+    [
+        "Traceback (most recent call last):\n  File \"shop.py\", line 9, in discount\nKeyError: 3",  # Python
+        "panic: runtime error: index out of range [3] with length 0\n\ngoroutine 7 [running]:",  # Go
+        "java.lang.IllegalStateException: empty table\n\tat shop.Discounts.apply(Discounts.java:9)",  # Java
+    ],
+)
+def test_an_error_line_that_carries_a_stack_of_any_common_runtime_is_an_exception(stack: str) -> None:
+    graph = _with_quiet([("front", "a"), ("front", "b")])
+    evidence = [
+        _log(1, "a", EvidenceKind.LOG_ERROR_SHIFT, 20.0, f"ERROR 'request failed: <*>\n{stack}' 5.0/min (new)"),
+        _log(2, "b", EvidenceKind.LOG_ERROR_SHIFT, 20.0, "ERROR 'request failed: <*>' 5.0/min (new)"),
+    ]
+    hyps = score_hypotheses(evidence, graph=graph, window=Window(0.0, 1000.0), symptom="front")
+    assert {h.service: h.fault_type for h in hyps} == {"a": FaultType.EXCEPTION, "b": FaultType.WRONG_RESULT}
+
+
 def test_a_slow_service_is_no_victim_of_a_callee_that_only_fails_less() -> None:
     graph = _with_quiet([("front", "a"), ("a", "b")])
     window = Window(0.0, 1000.0)

@@ -1,3 +1,4 @@
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -88,6 +89,20 @@ def test_json_lines_of_several_shapes() -> None:
     assert (b.entity, b.severity, b.error_code, b.message) == ("api", Severity.ERROR, "500", "otel error")
     assert c.error_code == "" and c.time == T + 0.5  # a 200 is not an error code
     assert d.severity is Severity.CRITICAL and d.time == T + 0.25
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["stack", "exc_info", "exception", "stack_trace", "error.stack_trace", "exception.stacktrace", "err.stack"],
+)
+def test_a_structured_line_keeps_its_stack_trace_as_a_text_line_does(field: str) -> None:
+    stack = 'Traceback (most recent call last):\n  File "shop.py", line 9, in discount\nKeyError: 3'
+    head, _, rest = field.partition(".")
+    value: object = {rest: stack} if rest else stack  # a dotted key as its logger nests it
+    line = json.dumps({"time": "2024-01-05T10:11:12Z", "level": "ERROR", "message": "request failed: 3", head: value})
+    (structured,) = normalise([line], service="shop").records
+    (text,) = normalise(["2024-01-05T10:11:12Z ERROR request failed: 3", *stack.split("\n")], service="shop").records
+    assert structured.message == text.message == "request failed: 3\n" + stack
 
 
 def test_access_syslog_and_undated_lines() -> None:
