@@ -180,6 +180,8 @@ class Reader:
                 ref = SpanTable.concat([await self._read("traces", r.spans(SpanQuery(window)), []) for r in readers])
                 if not readers:
                     self.missing.append("normal traces: absent, no latency baseline")
+                elif not len(ref) and "traces" not in self.failed:  # read, and empty: said, not passed over
+                    self.missing.append("normal traces: none recorded before the window, no latency baseline")
                 now = await self._read("traces", src.spans(SpanQuery(self.incident.window)), [])
                 self._say_if_empty("traces", now)
             self._read_spans = (ref, now)

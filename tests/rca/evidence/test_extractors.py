@@ -60,6 +60,37 @@ def test_trace_evidence_reports_own_time_and_gaps(toolbox: Toolbox) -> None:
     assert all(r.status in ("ok", "no_data") for r in found)
 
 
+def test_spans_with_nothing_recorded_before_the_window_time_nothing_and_the_investigation_says_so() -> None:
+    """A latency needs a normal to be slow against. Where the look-back holds no span (a
+    recording that began inside the window, a new service), no span is timed, and the
+    investigation says so rather than passing over it."""
+    from rca.model import Incident, Normal, Sources
+    from rca.sources.memory import InMemoryTraces
+
+    window = Window(1000.0, 2200.0)
+    spans = []
+    for i in range(240):  # a call every 3 s from 1400 (the recording's start): slow from 2000
+        t = 1400.0 + 3.0 * i
+        took = 0.5 if t >= 2000.0 else 0.01 * (1 + i % 3)
+        spans += [
+            Span(f"t{i}", f"f{i}", "", "front", "GET /", t, t + took + 0.002),
+            Span(f"t{i}", f"a{i}", f"f{i}", "a", "GET /work", t + 0.001, t + 0.001 + took),
+        ]
+    traces = InMemoryTraces(spans)
+    empty = Normal(Window(0.0, 1000.0), Sources(traces=traces))  # a look-back that holds nothing
+    incident = Incident("c", "test", "front", window, Sources(traces=traces), {Modality.TRACES: empty})
+    toolbox = Toolbox(incident)
+    assert not asyncio.run(toolbox.spans("a")).evidence
+    assert "normal traces: none recorded before the window, no latency baseline" in toolbox.missing
+    # with calm minutes recorded before the window, the same slow calls are found
+    moved = [replace(s, start=s.start - 700.0, end=s.end - 700.0) for s in spans if s.start < 1700.0]
+    lookback = Normal(Window(0.0, window.start), Sources(traces=InMemoryTraces(moved)))
+    found = Toolbox(replace(incident, normal={Modality.TRACES: lookback}))
+    own = [e for e in asyncio.run(found.spans("a")).evidence if e.kind is EvidenceKind.TRACE_SELF_TIME]
+    assert own and own[0].direction == 1
+    assert not any(m.startswith("normal traces") for m in found.missing)
+
+
 def test_an_audit_after_an_investigation_reuses_its_span_timings_and_another_window_does_not() -> None:
     """Two toolboxes on one incident (the investigation's, then the audit's) find the same trace
     evidence from one computation of the span timings; another window is computed afresh."""
@@ -818,7 +849,7 @@ def test_a_wrong_result_needs_error_logs_and_a_silenced_code_path_is_an_exceptio
 @pytest.mark.parametrize(
     "stack",
     [
-        "Traceback (most recent call last):\n  File \"shop.py\", line 9, in discount\nKeyError: 3",  # Python
+        'Traceback (most recent call last):\n  File "shop.py", line 9, in discount\nKeyError: 3',  # Python
         "panic: runtime error: index out of range [3] with length 0\n\ngoroutine 7 [running]:",  # Go
         "java.lang.IllegalStateException: empty table\n\tat shop.Discounts.apply(Discounts.java:9)",  # Java
     ],
