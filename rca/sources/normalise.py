@@ -237,10 +237,11 @@ def _flatten(doc: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _pick(fields: Mapping[str, Any], keys: Iterable[str]) -> tuple[str, Any] | None:
+def _pick(fields: Mapping[str, Any], keys: Iterable[str], kind: type = object) -> tuple[str, Any] | None:
+    """The first of `keys` the line fills (with a value of `kind`), and its value."""
     for k in keys:
         v = fields.get(k)
-        if v not in (None, ""):
+        if v not in (None, "") and isinstance(v, kind):
             return k, v
     return None
 
@@ -260,9 +261,9 @@ def _from_json(fields: dict[str, Any], text: str, service: str, instance: str, y
     extra = text.split("\n", 1)[1] if "\n" in text else ""
     if extra:
         body += "\n" + extra
-    stack = next((v for k in _STACK_KEYS if isinstance(v := fields.get(k), str) and v), "")
+    stack = _pick(fields, _STACK_KEYS, str)
     if stack:  # a structured line's stack is part of its record, as a text line's is
-        body += "\n" + stack
+        body += "\n" + stack[1]
     own_service = _pick(fields, _SERVICE_KEYS)
     trace = _pick(fields, _TRACE_KEYS)
     code = _pick(fields, _CODE_KEYS)
