@@ -61,16 +61,21 @@ def mine(miner: TemplateMiner, records: Sequence[LogRecord]) -> list[MinedLog]:
     instant in.
     """
     out = []
-    cache: dict[str, tuple[str, str]] = {}
+    cache: dict[tuple[str, str], tuple[str, str]] = {}
+    ids: dict[tuple[str, str], str] = {}  # (cluster, location) -> its template id, made once
     for r in sorted(records, key=lambda r: (r.time, r.entity, r.instance, r.location, r.message, r.severity.value)):
         text = r.message[:MAX_MESSAGE]
-        key = f"{r.entity}\x00{text}"
+        key = (r.entity, text)
         hit = cache.get(key)
         if hit is None:
             result = miner.add_log_message(text)
             hit = (f"T{result['cluster_id']}", str(result["template_mined"]))
             cache[key] = hit
-        template_id = f"{hit[0]}@{r.location[:MAX_LOCATION]}" if r.location else hit[0]
+        template_id = hit[0]
+        if r.location:
+            template_id = ids.get((hit[0], r.location)) or ids.setdefault(
+                (hit[0], r.location), f"{hit[0]}@{r.location[:MAX_LOCATION]}"
+            )
         out.append(MinedLog(r, template_id, hit[1]))
     return out
 

@@ -43,7 +43,9 @@ class CutPath:
     under_way: bool = False
 
 
-_Marks = dict[tuple[str, str], dict[str, tuple[float, str]]]  # (service, trace) -> mark -> (time, words)
+# (service, trace) -> mark -> (time, what it says): a line's template or a span's operation,
+# as read (the one object every trace shares; put in words only for the paths reported)
+_Marks = dict[tuple[str, str], dict[str, tuple[float, str]]]
 
 
 def _marks(logs: Sequence[MinedLog], spans: Sequence[Span], logged: Callable[[str, float], bool]) -> _Marks:
@@ -51,22 +53,33 @@ def _marks(logs: Sequence[MinedLog], spans: Sequence[Span], logged: Callable[[st
     `logged(service, time)`: where the service's lines of that time are read at all."""
     out: _Marks = {}
 
-    def add(entity: str, trace: str, mark: str, time: float, words: str) -> None:
+    def add(entity: str, trace: str, mark: str, time: float, says: str) -> None:
         seen = out.setdefault((entity, trace), {})
         if mark not in seen or time < seen[mark][0]:
-            seen[mark] = (time, words)
+            seen[mark] = (time, says)
 
     for m in logs:
         if m.record.trace_id:
-            add(m.record.entity, m.record.trace_id, m.template_id, m.record.time, f"'{m.template[:80]}'")
-            add(m.record.entity, m.record.trace_id, _ANY_LINE, m.record.time, "a line of its own")
+            add(m.record.entity, m.record.trace_id, m.template_id, m.record.time, m.template)
+            add(m.record.entity, m.record.trace_id, _ANY_LINE, m.record.time, "")
     table = SpanTable.of(spans)  # read by column: a span object per row would cost more than the marks
+    span_marks: dict[str, str] = {}  # an operation's mark, made once
     for entity, trace, operation, start in zip(
         table.entity, table.trace_id, table.operation, table.start.tolist(), strict=True
     ):
         if trace and logged(entity, start):
-            add(entity, trace, _SPAN + operation, start, f"its span '{operation[:80]}'")
+            mark = span_marks.get(operation) or span_marks.setdefault(operation, _SPAN + operation)
+            add(entity, trace, mark, start, operation)
     return out
+
+
+def _words(mark: str, says: str) -> str:
+    """A mark in words: a line's template, a span's operation, or any line."""
+    if mark == _ANY_LINE:
+        return "a line of its own"
+    if mark.startswith(_SPAN):
+        return f"its span '{says[:80]}'"
+    return f"'{says[:80]}'"
 
 
 def _normal_paths(marks: _Marks) -> dict[tuple[str, str, str], float]:
@@ -113,13 +126,21 @@ def cut_paths(
     minutes = {(m.record.entity, int(m.record.time // 60)) for m in normal}
     normal_marks = _marks(normal, normal_spans, lambda e, t: (e, int(t // 60)) in minutes)
     shares = _normal_paths(normal_marks)
+    # each mark in words, from the normal period, then (in its stead) from the window: made
+    # here so that the normal period's marks are let go before the window's are gathered
+    words: dict[tuple[str, str], str] = {}
+    for (entity, _), seen in normal_marks.items():
+        for mark, (_, says) in seen.items():
+            if (entity, mark) not in words:
+                words[(entity, mark)] = _words(mark, says)
+    del normal_marks
     follows: dict[tuple[str, str], list[str]] = {}
     for entity, a, b in shares:
         follows.setdefault((entity, a), []).append(b)
     traces: Counter[tuple[str, str, str]] = Counter()
     cut: Counter[tuple[str, str, str]] = Counter()
     bins: dict[tuple[str, str, str], tuple[Counter[int], Counter[int]]] = {}
-    words: dict[tuple[str, str], str] = {}
+    said: set[tuple[str, str]] = set()  # marks put in words from the window
     read = [m.record.time for m in now]
     start = max(window.start, min(read, default=window.start)) + PATH_EDGE_SECONDS
     end = min(window.end, max(read, default=window.end)) - PATH_EDGE_SECONDS
@@ -137,13 +158,12 @@ def cut_paths(
                 all_, missing = bins[key]
                 t = int(time // ONSET_BIN_SECONDS)
                 all_[t] += 1
-                words.setdefault((entity, a), text)
+                if (entity, a) not in said:
+                    said.add((entity, a))
+                    words[(entity, a)] = _words(a, text)
                 if b not in seen:
                     cut[key] += 1
                     missing[t] += 1
-    for (entity, _), seen in normal_marks.items():  # the mark that went missing, in words
-        for mark, (_, text) in seen.items():
-            words.setdefault((entity, mark), text)
     best: dict[tuple[str, str], CutPath] = {}
     for key, n in traces.items():
         entity, a, b = key

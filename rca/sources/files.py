@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from rca.errors import MalformedFile
@@ -62,6 +63,14 @@ def read_csv(
     if missing:
         raise MalformedFile(path, f"missing column(s) {', '.join(missing)}")
     return frame
+
+
+def shared(values: pd.Series | np.ndarray) -> np.ndarray:
+    """A column of text as objects, each distinct text held once: a column that repeats a few
+    names (pods, operations, a trace's id on each of its spans) costs a pointer a row, not a
+    string a row. The values are the same; only their copies go."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    return np.asarray(uniques, dtype=object)[codes]
 
 
 _POD_HASHES = re.compile(r"-[a-z0-9]{6,10}-[a-z0-9]{5}$")

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rca.errors import InputError, MalformedFile
-from rca.sources.files import read_csv, service_of_pod
+from rca.sources.files import read_csv, service_of_pod, shared
 from rca.telemetry import LogRecord, Series, Severity, SpanStatus, SpanTable
 from rca.timestamps import parse_timestamp
 
@@ -87,23 +87,30 @@ def _nano_or_text(frame: pd.DataFrame, nano: str, text: str, path: Path) -> np.n
 
 
 def read_logs(path: Path) -> list[LogRecord]:
-    """Container log records of one log file."""
+    """Container log records of one log file. A pod, its service, a code location and a trace
+    id repeat from line to line: each distinct text is held once."""
     frame = read_csv(path, required=("PodName", "Log"), dtype=str, skip_bad_lines=True).fillna("")
     times = _nano_or_text(frame, "TimeUnixNano", "Timestamp", path)
+    once: dict[str, str] = {}
+    services: dict[str, str] = {}
     out = []
     for t, pod, trace_id, raw in zip(
         times, frame["PodName"], frame.get("TraceID", [""] * len(frame)), frame["Log"], strict=True
     ):
         severity, location, inner_tid, message = parse_log_line(raw)
+        pod = once.setdefault(pod, pod)
+        if pod not in services:
+            services[pod] = service_of_pod(pod)
+        trace_id = trace_id or inner_tid
         out.append(
             LogRecord(
                 time=float(t),
-                entity=service_of_pod(pod),
+                entity=services[pod],
                 severity=severity,
                 message=message,
-                trace_id=trace_id or inner_tid,
+                trace_id=once.setdefault(trace_id, trace_id),
                 instance=pod,
-                location=location,
+                location=once.setdefault(location, location),
             )
         )
     return out
@@ -116,21 +123,23 @@ def read_spans(path: Path) -> SpanTable:
     frame = read_csv(path, required=cols, dtype=text, skip_bad_lines=True)
     present = [c for c in text if c in frame.columns]
     frame[present] = frame[present].fillna("")
-    pods = frame["PodName"]
-    services = pods.map({pod: service_of_pod(pod) for pod in pods.unique()})
+    pods = shared(frame["PodName"])
+    services = {pod: service_of_pod(pod) for pod in set(pods)}
     parents = frame["ParentID"].where(~frame["ParentID"].isin(("", "root", "0", "null")), "")
     status = frame["Status"].str.lower() if "Status" in frame.columns else pd.Series("", index=frame.index)
-    error = status.isin(("error", "2")).to_numpy()
+    statuses = np.empty(len(frame), dtype=object)
+    statuses.fill(SpanStatus.UNSET)  # the member itself in every row (np.full would copy its text)
+    statuses[status.isin(("error", "2")).to_numpy()] = SpanStatus.ERROR
     return SpanTable(
-        trace_id=frame["TraceID"].to_numpy(dtype=object),
+        trace_id=shared(frame["TraceID"]),
         span_id=frame["SpanID"].to_numpy(dtype=object),
-        parent_id=parents.to_numpy(dtype=object),
-        entity=services.to_numpy(dtype=object),
-        operation=frame["OperationName"].to_numpy(dtype=object),
+        parent_id=shared(parents),
+        entity=pd.Series(pods).map(services).to_numpy(dtype=object),
+        operation=shared(frame["OperationName"]),
         start=_nano_or_text(frame, "StartTimeUnixNano", "StartTime", path).astype(float),
         end=_nano_or_text(frame, "EndTimeUnixNano", "EndTime", path).astype(float),
-        status=np.where(error, SpanStatus.ERROR, SpanStatus.UNSET).astype(object),
-        instance=pods.to_numpy(dtype=object),
+        status=statuses,
+        instance=pods,
     )
 
 
@@ -167,12 +176,14 @@ def read_metrics(path: Path, notes: list[str] | None = None) -> tuple[list[Serie
         idx = part.index.to_numpy()
         ts = times[idx]
         order = np.argsort(ts, kind="stable")
+        at = ts[order]  # one clock for every series of the instance, read only
+        at.flags.writeable = False
         entity = service_of_pod(str(instance)) if key == "PodName" else str(instance)
         for col in frame.columns:
             if col in _METRIC_META_COLUMNS:
                 continue
             values = pd.to_numeric(part[col], errors="coerce").to_numpy(dtype=float)
-            out.append(Series(entity, str(col), ts[order], values[order], str(instance)))
+            out.append(Series(entity, str(col), at, values[order], str(instance)))
     return out, key == "ServiceName"
 
 
