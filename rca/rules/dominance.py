@@ -16,7 +16,8 @@ from __future__ import annotations
 from rca.evidence import EvidenceKind
 from rca.evidence.runs import ONSET_Z
 from rca.rules.board import Board
-from rca.signals import Signal, bad_direction, is_host_metric
+from rca.rules.timing import degraded
+from rca.signals import Signal, is_host_metric
 
 _OWN = (Signal.CPU, Signal.MEMORY, Signal.DISK)
 
@@ -30,10 +31,9 @@ def own_shift(board: Board) -> dict[str, float]:
             or ev.signal not in _OWN
             or is_host_metric(ev.subject)
             or (ev.id not in board.current and ev.id not in board.undatable)
+            or not degraded(ev)  # less CPU or memory used is no resource fault
         ):
             continue
-        if ev.signal in (Signal.CPU, Signal.MEMORY, Signal.DISK) and ev.direction != bad_direction(ev.subject):
-            continue  # less CPU or memory used is no resource fault
         out[ev.entity] = max(out.get(ev.entity, 0.0), ev.score)
     return out
 
