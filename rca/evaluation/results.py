@@ -16,10 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from matplotlib import rc_context
-from matplotlib.backends.backend_svg import FigureCanvasSVG
-from matplotlib.figure import Figure
-
 from rca.calibration import expected_calibration_error
 from rca.errors import InputError
 from rca.evaluation.metrics import AuditOutcome, Outcome, auroc, summarise
@@ -175,6 +171,12 @@ def render(table: Sequence[Row], *, commands: Sequence[str] = ()) -> str:
 
 def plot(table: Sequence[Row]) -> bytes:
     """AC@1 per (set, protocol), one bar per engine, as SVG."""
+    # matplotlib (about 20 MiB) is loaded where a plot is drawn, not by every command that
+    # reads results (an evaluation only writes them)
+    from matplotlib import rc_context
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+    from matplotlib.figure import Figure
+
     keys = sorted({(r.set, r.protocol) for r in table}, key=lambda k: (k[0], _protocol_order(k[1])))
     engines = [e for e in (PRODUCT_ENGINE, *BASELINES) if any(r.engine == e for r in table)]
     value = {(r.set, r.protocol, r.engine): r.ac1 for r in table}
