@@ -80,20 +80,9 @@ class MetricTools(Reader):
 
     def _metric_evidence(self, m: MetricShift, query: str) -> Evidence:
         arrow = "rose" if m.direction > 0 else "fell"
-        return Evidence(
-            id=self._next_id(),
-            modality=Modality.METRICS,
-            kind=EvidenceKind.METRIC_SHIFT,
-            entity=m.entity,
-            subject=m.metric,
-            score=m.score,
-            signal=m.signal,
-            query=query,
-            onset=m.onset,
-            direction=m.direction,
-            profile=m.profile,
-            until=m.until,
-            under_way=m.under_way,
-            detail=f"{m.metric} {arrow} to {m.peak:.4g} (normal {m.normal_median:.4g}, robust z {m.score:.1f})"
-            + (" [host]" if is_host_metric(m.metric) else ""),
+        detail = f"{m.metric} {arrow} to {m.peak:.4g} (normal {m.normal_median:.4g}, robust z {m.score:.1f})" + (
+            " [host]" if is_host_metric(m.metric) else ""
+        )
+        return self._placed(
+            m, Modality.METRICS, EvidenceKind.METRIC_SHIFT, m.entity, m.metric, m.signal, query, detail, m.direction
         )

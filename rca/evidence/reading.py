@@ -11,14 +11,15 @@ import functools
 import itertools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import networkx as nx
 import numpy as np
 
 from rca.errors import DataError
-from rca.evidence import Evidence, EvidenceId
+from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.model import Incident, Modality
+from rca.signals import Signal
 from rca.sources.protocols import SpanQuery
 from rca.telemetry import Series, Span, SpanTable, to_iso
 
@@ -62,6 +63,21 @@ def memoised(tool: Callable[[R, str], Awaitable[ToolResult]]) -> Callable[[R, st
 # metrics are already read); a Loki query covers one service's selector, a Jaeger search one
 # service, so a scan of logs or traces costs one read per service it has not read yet.
 BULK = frozenset(["metrics"])
+
+
+class Placed(Protocol):
+    """A shift placed in time, as the tools' analyses give one (a metric's, a timing's)."""
+
+    @property
+    def score(self) -> float: ...
+    @property
+    def onset(self) -> float | None: ...
+    @property
+    def profile(self) -> tuple[tuple[float, float], ...]: ...
+    @property
+    def until(self) -> float | None: ...
+    @property
+    def under_way(self) -> bool: ...
 
 
 class Reader:
@@ -153,6 +169,36 @@ class Reader:
 
     def _next_id(self) -> EvidenceId:
         return EvidenceId(f"ev-{next(self._ids)}")
+
+    def _placed(
+        self,
+        shift: Placed,
+        modality: Modality,
+        kind: EvidenceKind,
+        entity: str,
+        subject: str,
+        signal: Signal,
+        query: str,
+        detail: str,
+        direction: int = 1,
+    ) -> Evidence:
+        """Evidence of a shift placed in time: its score and run (onset, profile, until)."""
+        return Evidence(
+            id=self._next_id(),
+            modality=modality,
+            kind=kind,
+            entity=entity,
+            subject=subject,
+            score=shift.score,
+            signal=signal,
+            query=query,
+            detail=detail,
+            onset=shift.onset,
+            direction=direction,
+            profile=shift.profile,
+            until=shift.until,
+            under_way=shift.under_way,
+        )
 
     async def topology(self) -> nx.DiGraph:
         """The call graph, caller -> callee; empty when no topology source exists."""

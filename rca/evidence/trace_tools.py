@@ -153,19 +153,8 @@ class TraceTools(Reader):
 
     def _span_evidence(self, entity: str, s: LatencyShift, kind: EvidenceKind, query: str) -> Evidence:
         what = "own time" if kind is EvidenceKind.TRACE_SELF_TIME else f"network gap {s.subject}"
-        return Evidence(
-            id=self._next_id(),
-            modality=Modality.TRACES,
-            kind=kind,
-            entity=entity,
-            subject=s.subject,
-            score=s.score,
-            signal=Signal.LATENCY,
-            query=query,
-            onset=s.onset,
-            profile=s.profile,
-            until=s.until,
-            under_way=s.under_way,
-            detail=f"{what}: p50 {s.normal_p50 * 1e3:.1f} -> {s.now_p50 * 1e3:.1f} ms, "
-            f"p90 {s.normal_p90 * 1e3:.1f} -> {s.now_p90 * 1e3:.1f} ms over {s.count} spans",
+        detail = (
+            f"{what}: p50 {s.normal_p50 * 1e3:.1f} -> {s.now_p50 * 1e3:.1f} ms, "
+            f"p90 {s.normal_p90 * 1e3:.1f} -> {s.now_p90 * 1e3:.1f} ms over {s.count} spans"
         )
+        return self._placed(s, Modality.TRACES, kind, entity, s.subject, Signal.LATENCY, query, detail)
