@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bot import commands, measuring
 from rca.engines import engine_names
+from rca.engines.lats import ABLATIONS
 from rca.errors import RcaError
 from rca.evaluation.star_honest import REPLAY_SPREAD
 from storage.database import record
@@ -65,8 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--ablate",
         default="",
-        help="comma-separated lats ablations: batching,backprop,reflection,check,glance,peer-spread,asked-late,"
-        "reopen, or rule:NAME for a scoring rule (rcabot rules lists them)",
+        help=f"comma-separated lats ablations: {','.join(ABLATIONS)}, or rule:NAME for a scoring rule "
+        "(rcabot rules lists them)",
     )
     ev.add_argument("--repair", action="store_true", help="also run each search engine followed by STAR's repair")
     ev.add_argument("--budget", type=_budget, help=BUDGET_HELP)
