@@ -65,7 +65,7 @@ def memoised(tool: Callable[[R, str], Awaitable[ToolResult]]) -> Callable[[R, st
 BULK = frozenset(["metrics"])
 
 
-class Placed(Protocol):
+class PlacedShift(Protocol):
     """A shift placed in time, as the tools' analyses give one (a metric's, a timing's)."""
 
     @property
@@ -172,7 +172,7 @@ class Reader:
 
     def _placed(
         self,
-        shift: Placed,
+        shift: PlacedShift,
         modality: Modality,
         kind: EvidenceKind,
         entity: str,
