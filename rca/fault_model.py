@@ -8,6 +8,7 @@ ranking does not sit on a peak fitted to the development cases.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
@@ -132,3 +133,17 @@ def _scaled(value: object, factor: Callable[[], float]) -> object:
     if isinstance(value, tuple):  # a recipe: (component, weight) pairs
         return tuple((part, w * factor()) for part, w in value)
     return value
+
+
+def saturate(z: float, k: float) -> float:
+    """Map a non-negative deviation to [0, 1): k is where it reaches 63%."""
+    return 1.0 - math.exp(-max(z, 0.0) / k)
+
+
+def depth(share: float, z: float, k: float) -> float:
+    """A component of strength `share * saturate(z, k)` as the deviation it stands for, in units
+    of k: -log(1 - strength). It orders as the strength does, and it keeps apart deviations
+    that the strength, a float, rounds to the same 1.0 (z above about 37 k)."""
+    if share >= 1.0:
+        return max(z, 0.0) / k
+    return -math.log1p(share * math.expm1(-max(z, 0.0) / k)) if share > 0 else 0.0

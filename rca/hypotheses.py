@@ -20,7 +20,7 @@ import networkx as nx
 from rca.changes import Change
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.traces import NO_GAPS, GapShare
-from rca.fault_model import GATES, LOG_PART, PART_OF_SIGNAL, FaultModel, scaled_fields
+from rca.fault_model import GATES, LOG_PART, PART_OF_SIGNAL, FaultModel, depth, scaled_fields
 from rca.model import FaultType, Modality
 from rca.profiles import comovement  # noqa: F401  (re-exported: the trace and the tests weigh profiles with it)
 from rca.rules.answers import earlier_caller
@@ -130,14 +130,10 @@ class ScoringConfig:
         )
 
 
-def saturate(z: float, k: float) -> float:
-    """Map a non-negative deviation to [0, 1): k is where it reaches 63%."""
-    return 1.0 - math.exp(-max(z, 0.0) / k)
-
-
 @dataclass(slots=True)
 class _Signals:
-    """Per-service components in [0, 1] and the evidence behind each."""
+    """Per-service components and the evidence behind each: while they are read, each as the
+    deviation it stands for (`depth`); once read, as a strength in [0, 1]."""
 
     parts: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     cites: dict[str, list[EvidenceId]] = field(default_factory=lambda: defaultdict(list))
@@ -177,25 +173,24 @@ def _components(
             worse = ev.direction == bad_direction(ev.subject)
             if part in ("cpu", "mem", "disk", "lat", "traffic", "err", "loss") and not worse:
                 continue
-            sig.add(part + ("_host" if host else ""), w * saturate(ev.score, model.metric_scale), ev)
+            sig.add(part + ("_host" if host else ""), depth(w, ev.score, model.metric_scale), ev)
             if part in ("cpu", "mem") and ev.onset is not None and not host:
                 began[(ev.entity, part)] = min(ev.onset, began.get((ev.entity, part), ev.onset))
         elif ev.kind is EvidenceKind.TRACE_SELF_TIME:
-            sig.add("own", w * saturate(ev.score, model.trace_scale), ev)
+            sig.add("own", depth(w, ev.score, model.trace_scale), ev)
         elif ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
             share = edge_share(ev.entity)
-            strength = w * saturate(ev.score, model.trace_scale)
             if share.incoming >= share.outgoing:  # delayed on its way in: its network
-                sig.add("gap", strength * share.incoming, ev)
+                sig.add("gap", depth(w * share.incoming, ev.score, model.trace_scale), ev)
             else:  # slow on its own side before the call left: its own resources
-                sig.add("gap_out", strength * share.outgoing, ev)
+                sig.add("gap_out", depth(w * share.outgoing, ev.score, model.trace_scale), ev)
         elif ev.kind is EvidenceKind.LOG_ERROR_SHIFT:
             exc = any(word in ev.detail.lower() for word in _EXCEPTION_WORDS)
             key = "exc" if exc else "logerr"
             _add_mass(log_mass[(ev.entity, key)], ev.score, w)
             sig.cites[key].append(ev.id)
         elif ev.kind is EvidenceKind.LOG_DEPENDENCY_ERROR:  # the writer's symptom of a callee: propagated errors
-            sig.add("err", w * saturate(ev.score, model.metric_scale), ev)
+            sig.add("err", depth(w, ev.score, model.metric_scale), ev)
         elif ev.kind is EvidenceKind.LOG_PATH_CUT:
             _add_mass(log_mass[(ev.entity, "cut")], ev.score, w)
             sig.cites[LOG_PART["cut"]].append(ev.id)
@@ -208,8 +203,8 @@ def _components(
     for (entity, key), (mass, weighed) in log_mass.items():
         part = LOG_PART.get(key, key)
         # as strong as the deviation is, and as much this incident's as its weighed share
-        strength = saturate(mass, model.log_scales[key]) * (weighed / mass if mass > 0 else 0.0)
-        out[entity].parts[part] = max(out[entity].parts[part], strength)
+        deep = depth(weighed / mass if mass > 0 else 0.0, mass, model.log_scales[key])
+        out[entity].parts[part] = max(out[entity].parts[part], deep)
     if cfg.on("footprint"):
         for entity, sig in out.items():
             fold_memory_into_cpu(sig.parts, sig.cites, began.get((entity, "cpu")), began.get((entity, "mem")))
@@ -217,7 +212,8 @@ def _components(
         keep_what_stands_out({e: sig.parts for e, sig in out.items()}, cfg.background_quantile, population)
     for sig in out.values():
         for part in list(sig.parts):
-            sig.parts[part] *= model.specificity.get(part, model.default_specificity)
+            strength = -math.expm1(-sig.parts[part])
+            sig.parts[part] = strength * model.specificity.get(part, model.default_specificity)
     return out
 
 

@@ -16,7 +16,7 @@ import networkx as nx
 
 from rca.decision import Decision, decide
 from rca.evidence import Evidence, EvidenceKind
-from rca.hypotheses import saturate
+from rca.fault_model import saturate
 from rca.reasoners import Usage
 from rca.search.actions import AGENT_TOOLS, MAIN_TOOL, Action, AgentKind, Tool
 from rca.search.state import DiagnosticState, Reflection, Step

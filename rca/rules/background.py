@@ -6,11 +6,13 @@ from collections.abc import Mapping
 
 
 def keep_what_stands_out(parts: Mapping[str, dict[str, float]], quantile: float, population: int) -> None:
-    """Rescale each component (in place) to how far a service stands above the others.
+    """Lower each component (in place) to how far a service stands above the others.
 
     A signal that moved in most services at once (a workload change, a noisy exporter) is
-    background; what matters is the service where it moved more than elsewhere. Services
-    not observed (or quiet) count as zeros among the `population`.
+    background; what matters is the service where it moved more than elsewhere. Components are
+    deviations (rca.hypotheses.depth), so standing above is a difference: a service's less the
+    level most services reach (`quantile`). Services not observed (or quiet) count as zeros
+    among the `population`.
     """
     names = {p for comps in parts.values() for p in comps}
     for name in names:
@@ -19,4 +21,4 @@ def keep_what_stands_out(parts: Mapping[str, dict[str, float]], quantile: float,
         background = values[int(quantile * (len(values) - 1))] if values else 0.0
         for comps in parts.values():
             v = comps.get(name, 0.0)
-            comps[name] = max(0.0, v - background) / max(1e-9, 1.0 - background) if v else 0.0
+            comps[name] = max(0.0, v - background) if v else 0.0

@@ -25,6 +25,33 @@ def test_a_signal_in_most_services_is_background_and_in_one_it_is_not() -> None:
     assert one["a"]["cpu"] == 0.9 and one["b"]["lat"] == 0.5
 
 
+def test_a_service_far_above_a_background_that_saturates_still_stands_out() -> None:
+    # Error lines in every service, as when a failure propagates: most at 200 deviations, one at
+    # 2,000. Read as strengths in [0, 1], both round to 1.0 and nothing stands above the rest;
+    # read as the deviations they stand for, the one at 2,000 is far above the others.
+    graph = nx.DiGraph([("front", s) for s in "abcd"])
+    evidence = [
+        Evidence(
+            EvidenceId(f"ev-{k}"),
+            Modality.LOGS,
+            EvidenceKind.LOG_ERROR_SHIFT,
+            service,
+            f"T{k}",
+            z,
+            Signal.ERRORS,
+            "q",
+            "ERROR 'request failed' 9.0/min",
+            500.0,
+            direction=1,
+        )
+        for k, (service, z) in enumerate([("a", 2000.0), ("b", 200.0), ("c", 200.0), ("d", 200.0)])
+    ]
+    values = {
+        h.service: h.value for h in score_hypotheses(evidence, graph=graph, window=Window(0.0, 1000.0), symptom="front")
+    }
+    assert values.get("a", 0.0) > 0.25 and all(values.get(s, 0.0) == 0.0 for s in "bcd")
+
+
 def test_a_kpi_in_front_of_the_services_is_never_a_cause_and_the_rule_can_be_switched_off() -> None:
     graph = nx.DiGraph([("entry", "a"), ("a", "b")] + [("a", f"quiet-{k}") for k in range(6)])
     graph.nodes["entry"][KPI] = True
