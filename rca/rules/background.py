@@ -10,7 +10,7 @@ def keep_what_stands_out(parts: Mapping[str, dict[str, float]], quantile: float,
 
     A signal that moved in most services at once (a workload change, a noisy exporter) is
     background; what matters is the service where it moved more than elsewhere. Components are
-    deviations (rca.hypotheses.depth), so standing above is a difference: a service's less the
+    deviations (rca.fault_model.depth), so standing above is a difference: a service's less the
     level most services reach (`quantile`). Services not observed (or quiet) count as zeros
     among the `population`.
     """
