@@ -38,6 +38,7 @@ from rca.rules.timing import (
     ASKED_LATE,
     Elsewhere,
     Reference,
+    degraded,
     elsewhere,
     reference,
     undatable,
@@ -45,7 +46,7 @@ from rca.rules.timing import (
 )
 from rca.rules.unseen import counted, modality_of, unseen
 from rca.rules.victims import VictimTerms, explaining_callee, victim_share
-from rca.signals import Signal, bad_direction, is_host_metric
+from rca.signals import Signal, is_host_metric
 from rca.telemetry import Window
 
 HypothesisId = NewType("HypothesisId", str)
@@ -170,7 +171,7 @@ def _components(
         if ev.kind is EvidenceKind.METRIC_SHIFT:
             host = is_host_metric(ev.subject)
             part = PART_OF_SIGNAL[ev.signal]
-            worse = ev.direction == bad_direction(ev.subject)
+            worse = degraded(ev)
             if part in ("cpu", "mem", "disk", "lat", "traffic", "err", "loss") and not worse:
                 continue
             sig.add(part + ("_host" if host else ""), depth(w, ev.score, model.metric_scale), ev)
