@@ -27,7 +27,7 @@ from rca.rules.answers import earlier_caller
 from rca.rules.background import keep_what_stands_out
 from rca.rules.board import Board
 from rca.rules.causality import Causality
-from rca.rules.changes import breaking_change, lift_changed
+from rca.rules.changes import breaking_change, lift_changed, moved_by_restart
 from rca.rules.comovement import weigh_comovement
 from rca.rules.dominance import lift_dominant
 from rca.rules.endpoints import discount_endpoints
@@ -154,6 +154,7 @@ def _components(
     edge_share: Callable[[str], GapShare],
     population: int,
     ref: Reference,
+    changes: Sequence[Change] = (),
 ) -> dict[str, _Signals]:
     out: dict[str, _Signals] = defaultdict(_Signals)
     model = cfg.model
@@ -161,9 +162,10 @@ def _components(
     log_mass: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     began: dict[tuple[str, str], float] = {}  # (entity, "cpu" | "mem"): the earliest onset of that evidence
     seen: set[tuple[str, EvidenceKind, str, Signal]] = set()
+    restarted = moved_by_restart(evidence, changes) if cfg.on("changes") else frozenset()
     for ev in evidence:
         fact = (ev.entity, ev.kind, ev.subject, ev.signal)
-        if fact in seen:  # the same shift read twice (another branch, another agent) is one fact
+        if fact in seen or ev.id in restarted:  # a shift read twice is one fact; one a restart made, none
             continue
         seen.add(fact)
         sig = out[ev.entity]
@@ -238,7 +240,7 @@ def score_hypotheses(
     """Every (service, fault type) hypothesis the evidence supports, best first (alert_time:
     when the symptom alerted, where known; changes: what was changed around the window)."""
     ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
-    comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref)
+    comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref, changes)
     recipes = config.model.recipes
     # per fault type, once: the recipe's parts a present modality shows, and what no modality shows
     seen = {
@@ -336,7 +338,7 @@ def supported_faults(
     (rule `changes`): the types a hypothesis about it may carry. `population`: the services
     of the call graph."""
     ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
-    comps = _components(evidence, config, edge_share, population, ref)
+    comps = _components(evidence, config, edge_share, population, ref, changes)
     out = {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
     if (
         config.on("changes")

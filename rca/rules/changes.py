@@ -20,7 +20,11 @@ the incident asked about (rule `timing`: one over before the symptom's began is 
 metric that moved the bad way, and, after a change that starts a new process (a deploy, a
 rollback, a restart), not the process's own series, which a restart moves by itself (a fresh
 process's first garbage collections, its descriptors, memory and CPU starting afresh): what the
-new version breaks shows in its work, its answers, latency, errors and logs.
+new version breaks shows in its work, its answers, latency, errors and logs. For the same reason
+those process series, where they shifted right as their service restarted, are no evidence
+against it at all (`moved_by_restart`): a fresh process is measured against the old one's
+normal, and a harmless deploy would otherwise stand as a memory or CPU fault for as long as the
+look-back holds the old process.
 """
 
 from __future__ import annotations
@@ -51,8 +55,7 @@ def breaking_change(
             for ev in placed
             if ev.entity == c.service
             and (c.kind not in RESTARTS or not ev.of_process)  # a restart moves those by itself
-            and ev.onset is not None
-            and c.time - ONSET_TOLERANCE <= ev.onset <= c.time + profile_step([ev]) + ONSET_TOLERANCE
+            and right_after(c, ev)
         ]
         if not after:
             continue
@@ -65,6 +68,26 @@ def breaking_change(
         ):
             found = (c.service, c)
     return found
+
+
+def right_after(c: Change, ev: Evidence) -> bool:
+    """The evidence began right after the change: by its series' next sample, with the clock
+    skew and sampling between a cause and its effect forgiven."""
+    return (
+        ev.onset is not None and c.time - ONSET_TOLERANCE <= ev.onset <= c.time + profile_step([ev]) + ONSET_TOLERANCE
+    )
+
+
+def moved_by_restart(evidence: Iterable[Evidence], changes: Iterable[Change]) -> frozenset[EvidenceId]:
+    """The process series (CPU, memory and GC, disk, descriptors) that shifted right as their
+    service started a new process: a fresh process set against the old one's normal, not a
+    fault of either."""
+    restarts = [c for c in changes if c.kind in RESTARTS]
+    return frozenset(
+        ev.id
+        for ev in evidence
+        if ev.of_process and any(c.service == ev.entity and right_after(c, ev) for c in restarts)
+    )
 
 
 def lift_changed(

@@ -360,3 +360,19 @@ def test_the_incident_asked_about_begins_when_the_symptom_s_users_feel_it_not_wh
     felt = _shift(4, "front", "error_rate", 8.0, Signal.ERRORS, 100.0)
     ref = reference([felt, symptom, blip], "front", None, window)
     assert ref.start == 100.0 and weight(blip, ref, past_weight=0.4) == 1.0
+
+
+def test_what_a_restart_moves_in_its_own_process_is_no_evidence_against_the_service() -> None:
+    # A harmless deploy starts a fresh process, whose memory is set against the old one's normal.
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("front", "c")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "error_rate", 40.0, Signal.ERRORS, 500.0)
+    strong = _shift(2, "b", "latency_seconds", 60.0, Signal.LATENCY, 500.0)
+    fresh = _shift(3, "c", "rss_bytes", 300.0, Signal.MEMORY, 480.0)
+    evidence = [symptom, strong, fresh]
+    deploy = Change("c", ChangeKind.DEPLOY, 470.0)
+    assert _ranked(evidence, graph, [])[0].service == "c"  # with no restart known, a memory fault
+    assert _ranked(evidence, graph, [deploy])[0].service == "b"
+    assert _ranked(evidence, graph, [deploy], ScoringConfig(off=frozenset({"changes"})))[0].service == "c"
+    # a config push starts no process; memory that rose long after the restart is the process's own
+    assert _ranked(evidence, graph, [Change("c", ChangeKind.CONFIG, 470.0)])[0].service == "c"
+    assert _ranked(evidence, graph, [Change("c", ChangeKind.DEPLOY, 200.0)])[0].service == "c"
