@@ -179,8 +179,9 @@ def _components(
             sig.add(part + ("_host" if host else ""), depth(w, ev.score, model.metric_scale), ev)
             if part in ("cpu", "mem") and ev.onset is not None and not host:
                 began[(ev.entity, part)] = min(ev.onset, began.get((ev.entity, part), ev.onset))
-        elif ev.kind is EvidenceKind.TRACE_SELF_TIME:
-            sig.add("own", depth(w, ev.score, model.trace_scale), ev)
+        elif ev.kind in (EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_WRONG_ANSWER):  # its own work; wrong answers
+            part = "own" if ev.kind is EvidenceKind.TRACE_SELF_TIME else "logerr"  # errors without an exception
+            sig.add(part, depth(w, ev.score, model.trace_scale), ev)
         elif ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
             share = edge_share(ev.entity)
             if share.incoming >= share.outgoing:  # delayed on its way in: its network
@@ -188,8 +189,7 @@ def _components(
             else:  # slow on its own side before the call left: its own resources
                 sig.add("gap_out", depth(w * share.outgoing, ev.score, model.trace_scale), ev)
         elif ev.kind is EvidenceKind.LOG_ERROR_SHIFT:
-            exc = any(word in ev.detail.lower() for word in _EXCEPTION_WORDS)
-            key = "exc" if exc else "logerr"
+            key = "exc" if any(word in ev.detail.lower() for word in _EXCEPTION_WORDS) else "logerr"
             _add_mass(log_mass[(ev.entity, key)], ev.score, w)
             sig.cites[key].append(ev.id)
         elif ev.kind is EvidenceKind.LOG_DEPENDENCY_ERROR:  # the writer's symptom of a callee: propagated errors

@@ -11,7 +11,7 @@ from typing import Any
 
 from rca.evidence import Evidence, EvidenceKind
 from rca.evidence.reading import Reader, ToolResult, memoised
-from rca.evidence.traces import NO_GAPS, GapShare, LatencyShift, latency_shifts, timings
+from rca.evidence.traces import NO_GAPS, GapShare, LatencyShift, WrongAnswers, latency_shifts, timings, wrong_answers
 from rca.model import Incident, Modality
 from rca.signals import Signal
 from rca.sources.protocols import SpanQuery
@@ -19,13 +19,17 @@ from rca.telemetry import Span, SpanTable
 
 TRACE_MIN_Z = 3.0
 
-_Index = tuple[dict[str, LatencyShift], dict[str, LatencyShift]]
+_Index = tuple[dict[str, LatencyShift], dict[str, LatencyShift], dict[str, WrongAnswers]]
 
 
 def _index(ref: Sequence[Span], now: Sequence[Span]) -> _Index:
-    """Own-time and network-gap shifts, by service and by call edge."""
+    """Own-time and network-gap shifts, by service and by call edge; wrong answers by callee."""
     (o0, g0), (o1, g1) = timings(ref), timings(now)
-    return {s.subject: s for s in latency_shifts(o0, o1)}, {s.subject: s for s in latency_shifts(g0, g1)}
+    return (
+        {s.subject: s for s in latency_shifts(o0, o1)},
+        {s.subject: s for s in latency_shifts(g0, g1)},
+        {w.callee: w for w in wrong_answers(ref, now, min_z=TRACE_MIN_Z)},
+    )
 
 
 class _LastIndex:
@@ -58,6 +62,7 @@ class TraceTools(Reader):
         super().__init__(incident, **options)
         self._own: dict[str, LatencyShift] | None = None
         self._gaps: dict[str, LatencyShift] | None = None
+        self._wrong: dict[str, WrongAnswers] = {}
         self._traced: frozenset[str] | None = None  # the services the trace backend has spans of
 
     async def _listed(self, tool: str, entity: str) -> bool:
@@ -77,7 +82,7 @@ class TraceTools(Reader):
                 self._own, self._gaps = {}, {}
                 ref_spans, now_spans = await self._span_reads()
                 if now_spans or ref_spans:
-                    self._own, self._gaps = _LAST_TRACE_INDEX.get(
+                    self._own, self._gaps, self._wrong = _LAST_TRACE_INDEX.get(
                         self._trace_sources(), lambda: _index(ref_spans, now_spans), keep="traces" not in self.failed
                     )
             return self._own, self._gaps
@@ -110,6 +115,24 @@ class TraceTools(Reader):
             caller, _, callee = subject.partition("->")
             if entity in (caller, callee) and g.score >= TRACE_MIN_Z:
                 items.append(self._span_evidence(entity, g, EvidenceKind.TRACE_EDGE_LATENCY, query))
+        for w in self._wrong.values():  # a spans read of either end shows the calls between them
+            if entity == w.callee or entity in w.callers:
+                detail = (
+                    f"answered {w.count} of {w.calls} calls from {', '.join(w.callers)} in time and as a success, "
+                    "and those callers failed them: its answers were wrong"
+                )
+                items.append(
+                    self._placed(
+                        w,
+                        Modality.TRACES,
+                        EvidenceKind.TRACE_WRONG_ANSWER,
+                        w.callee,
+                        w.callee,
+                        Signal.ERRORS,
+                        query,
+                        detail,
+                    )
+                )
         found = mine_ is not None or any(entity in s.split("->") for s in gaps)
         return ToolResult("spans", entity, query, tuple(items), "ok" if found else "no_data")
 

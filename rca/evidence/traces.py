@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rca.evidence.runs import Placed, place
-from rca.telemetry import Span, SpanTable
+from rca.telemetry import Span, SpanStatus, SpanTable
 
 MIN_SAMPLES = 3
 
@@ -207,3 +207,100 @@ def latency_shifts(normal: Timings, now: Timings) -> list[LatencyShift]:
     none = np.array([])
     out = [s for subj, cur in now.by_subject().items() if (s := shift(subj, ref.get(subj, (none, none))[1], cur))]
     return sorted(out, key=lambda s: -s.score)
+
+
+@dataclass(frozen=True, slots=True)
+class WrongAnswers:
+    """Calls a service answered in time and as a success, that its callers still failed: what
+    it answered was wrong. Counted per minute against the normal share of such calls."""
+
+    callee: str
+    callers: tuple[str, ...]
+    count: int  # such calls in the window
+    calls: int  # the window's calls into it from those callers
+    score: float  # the window's count as a Poisson deviation from the normal share
+    onset: float | None
+    profile: tuple[tuple[float, float], ...] = ()  # (minute, Poisson deviation) through the window
+    until: float | None = None
+    under_way: bool = False
+
+
+def _answers(spans: Sequence[Span]) -> pd.DataFrame:
+    """Every call into another service: caller, callee, when, and whether the caller failed it
+    though the callee answered it as a success: in time (`misread`), or at all."""
+    if not spans:
+        return pd.DataFrame({"caller": [], "callee": [], "start": [], "misread": [], "let_down": []})
+    table = SpanTable.of(spans)
+    child, parent = table.parent_pairs()
+    remote = table.entity[child] != table.entity[parent]
+    child, parent = child[remote], parent[remote]
+    status, end = table.status, table.end
+    let_down = (status[parent] == SpanStatus.ERROR) & (status[child] != SpanStatus.ERROR)
+    return pd.DataFrame(
+        {
+            "caller": table.entity[parent],
+            "callee": table.entity[child],
+            "start": table.start[parent],
+            "misread": let_down & (end[child] <= end[parent]),
+            "let_down": let_down,
+        }
+    )
+
+
+def _deviation(seen: float, want: float) -> float:
+    return (seen - want) / float(np.sqrt(want + 1.0))
+
+
+def wrong_answers(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) -> list[WrongAnswers]:
+    """Per callee, the calls it answered as a success in time that its callers failed, where
+    their count departs from the normal share by `min_z` Poisson deviations. A caller that
+    fails calls answered as a success (in time or after it gave up) to two or more callees,
+    and to most of those it calls, is failing them on its own side (its deadline, its
+    reading): those calls count against it, not its callees."""
+    cur = _answers(now)
+    if cur.empty or not cur["misread"].any():
+        return []
+    ref = _answers(normal)
+    keys = ["caller", "callee"]
+    share = ref.groupby(keys)[["misread", "let_down"]].mean() if not ref.empty else pd.DataFrame()
+    edges = cur.groupby(keys).agg(sum=("misread", "sum"), down=("let_down", "sum"), size=("misread", "size"))
+    for col, of in (("want", "misread"), ("want_down", "let_down")):
+        edges[col] = [
+            share[of].get(k, 0.0) * n if of in share else 0.0 for k, n in zip(edges.index, edges["size"], strict=True)
+        ]
+    departing = pd.Series(
+        [_deviation(s, w) >= min_z for s, w in zip(edges["sum"], edges["want"], strict=True)], index=edges.index
+    )
+    let_down = pd.Series(
+        [_deviation(s, w) >= min_z for s, w in zip(edges["down"], edges["want_down"], strict=True)], index=edges.index
+    )
+    by_caller = let_down.groupby(level="caller").agg(["sum", "size"])
+    own_side = set(by_caller.index[(by_caller["sum"] >= 2) & (by_caller["sum"] >= 0.5 * by_caller["size"])])
+    kept = edges[departing & ~edges.index.get_level_values("caller").isin(own_side)]
+    out = []
+    for callee, rows in kept.groupby(level="callee"):
+        callers = tuple(sorted(str(c) for c in rows.index.get_level_values("caller")))
+        calls = cur[(cur["callee"] == callee) & cur["caller"].isin(callers)]
+        minute = np.floor(calls["start"].to_numpy(dtype=float) / BIN_SECONDS)
+        bins, where = np.unique(minute, return_inverse=True)
+        seen = np.bincount(where, weights=calls["misread"].to_numpy(dtype=float))
+        rates = np.array(
+            [share["misread"].get((c, callee), 0.0) if "misread" in share else 0.0 for c in calls["caller"]]
+        )
+        want = np.bincount(where, weights=rates)
+        z = np.array([_deviation(s, w) for s, w in zip(seen, want, strict=True)])
+        at = place(bins * BIN_SECONDS, z)
+        out.append(
+            WrongAnswers(
+                str(callee),
+                callers,
+                int(rows["sum"].sum()),
+                int(rows["size"].sum()),
+                _deviation(float(rows["sum"].sum()), float(rows["want"].sum())),
+                at.onset,
+                tuple((float(t) * BIN_SECONDS, round(float(v), 3)) for t, v in zip(bins, z, strict=True)),
+                at.until,
+                at.under_way,
+            )
+        )
+    return sorted(out, key=lambda w: -w.score)

@@ -26,6 +26,7 @@ _SCAN_TARGET = {AgentKind.METRIC: "metrics", AgentKind.LOG: "logs", AgentKind.TR
 _LOCALISED = {
     EvidenceKind.TRACE_SELF_TIME,
     EvidenceKind.TRACE_EDGE_LATENCY,
+    EvidenceKind.TRACE_WRONG_ANSWER,
     EvidenceKind.LOG_ERROR_SHIFT,
     EvidenceKind.LOG_PATH_CUT,
 }

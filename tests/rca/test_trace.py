@@ -57,6 +57,13 @@ def test_the_bundled_trace_schema_is_itself_valid() -> None:
     jsonschema.validators.validator_for(doc).check_schema(doc)
 
 
+def test_every_kind_of_evidence_the_engine_finds_is_one_the_trace_schema_takes() -> None:
+    """A trace is validated before it is audited or replayed: a kind the schema does not list
+    would leave every trace that cites it unaudited."""
+    kinds = schema()["$defs"]["evidence"]["properties"]["kind"]["enum"]
+    assert {k.value for k in EvidenceKind} == set(kinds)
+
+
 GRAPH = nx.DiGraph([("front", "api"), ("api", "db"), ("front", "cache")])
 
 
