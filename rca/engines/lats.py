@@ -50,15 +50,25 @@ VARIANTS: dict[str, Variant] = {
     ),
 }
 
-ABLATIONS = ("batching", "backprop", "reflection", "check", "glance", "peer-spread", ASKED_LATE, REOPEN)
+ABLATIONS = (
+    "batching",
+    "backprop",
+    "reflection",
+    "check",
+    "glance",
+    "peer-spread",
+    "wrong-answers",
+    ASKED_LATE,
+    REOPEN,
+)
 
 
 def ablate(config: SearchConfig, what: str) -> SearchConfig:
     """The paper's ablations (one candidate per expansion, no backpropagation, no reflection),
     ours (no closing check of the leading suspects' neighbourhoods; no glance at every
     service's error-line counts where the budget cannot pay for their lines; a metric normal that
-    never moved measured at the floor, not in its peers' spread), and any scoring rule
-    (`rule:NAME`, see rca.rules)."""
+    never moved measured at the floor, not in its peers' spread; no callee's wrong answers read
+    from the calls its callers failed), and any scoring rule (`rule:NAME`, see rca.rules)."""
     if what.startswith("rule:"):
         rules = parse_rules(what.removeprefix("rule:"))
         return replace(config, scoring=replace(config.scoring, off=config.scoring.off | rules))
@@ -74,6 +84,8 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, glance=False)
     if what == "peer-spread":
         return replace(config, peer_spread=False)
+    if what == "wrong-answers":
+        return replace(config, wrong_answers=False)
     if what in (ASKED_LATE, REOPEN):
         return replace(config, scoring=replace(config.scoring, off=config.scoring.off | {what}))
     raise InputError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")

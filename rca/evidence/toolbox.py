@@ -28,9 +28,15 @@ class Toolbox(MetricTools, LogTools, TraceTools):
     """Evidence tools over one incident's sources."""
 
     def __init__(
-        self, incident: Incident, *, budget: int | None = None, glance: bool = True, peer_spread: bool = True
+        self,
+        incident: Incident,
+        *,
+        budget: int | None = None,
+        glance: bool = True,
+        peer_spread: bool = True,
+        wrong_answers: bool = True,
     ) -> None:
-        super().__init__(incident, budget=budget, glance=glance, peer_spread=peer_spread)
+        super().__init__(incident, budget=budget, glance=glance, peer_spread=peer_spread, wrong_answers=wrong_answers)
 
     async def entities(self) -> tuple[str, ...]:
         """Every entity seen by any source."""

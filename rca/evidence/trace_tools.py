@@ -58,8 +58,9 @@ _LAST_TRACE_INDEX = _LastIndex()
 
 
 class TraceTools(Reader):
-    def __init__(self, incident: Incident, **options: Any) -> None:
+    def __init__(self, incident: Incident, *, wrong_answers: bool = True, **options: Any) -> None:
         super().__init__(incident, **options)
+        self.wrong_answers = wrong_answers  # calls a callee answered well that its caller failed are its evidence
         self._own: dict[str, LatencyShift] | None = None
         self._gaps: dict[str, LatencyShift] | None = None
         self._wrong: dict[str, WrongAnswers] = {}
@@ -115,7 +116,7 @@ class TraceTools(Reader):
             caller, _, callee = subject.partition("->")
             if entity in (caller, callee) and g.score >= TRACE_MIN_Z:
                 items.append(self._span_evidence(entity, g, EvidenceKind.TRACE_EDGE_LATENCY, query))
-        for w in self._wrong.values():  # a spans read of either end shows the calls between them
+        for w in self._wrong.values() if self.wrong_answers else ():  # a read of either end shows the calls
             if entity == w.callee or entity in w.callers:
                 detail = (
                     f"answered {w.count} of {w.calls} calls from {', '.join(w.callers)} in time and as a success, "

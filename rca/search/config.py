@@ -29,4 +29,5 @@ class SearchConfig:
     read_budget: int | None = None  # reads (rca.evidence.toolbox.Toolbox.cost); spent, it decides likewise
     glance: bool = True  # ablation switch: a logs scan over the read budget glances at error counts (one read)
     peer_spread: bool = True  # ablation switch: a metric normal that never moved is measured in its peers' spread
+    wrong_answers: bool = True  # ablation switch: calls a callee answered well that its caller failed are its evidence
     scoring: ScoringConfig = field(default_factory=ScoringConfig)

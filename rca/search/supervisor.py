@@ -53,7 +53,13 @@ async def run_search(
     reasoner = reasoner.for_investigation()
 
     def toolbox_of(incident: Incident) -> Toolbox:
-        return Toolbox(incident, budget=config.read_budget, glance=config.glance, peer_spread=config.peer_spread)
+        return Toolbox(
+            incident,
+            budget=config.read_budget,
+            glance=config.glance,
+            peer_spread=config.peer_spread,
+            wrong_answers=config.wrong_answers,
+        )
 
     toolbox = toolbox_of(incident)
     graph = await toolbox.topology()

@@ -19,9 +19,10 @@ from rca.evidence.paths import cut_paths
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import GapShare, timings, wrong_answers
 from rca.hypotheses import ScoringConfig, score_hypotheses
-from rca.model import FaultType, Modality
+from rca.model import CaseId, FaultType, Incident, Modality, Sources
 from rca.signals import Signal
 from rca.sources.datasets import find_cases
+from rca.sources.memory import InMemoryTraces
 from rca.sources.protocols import LogQuery
 from rca.telemetry import LogRecord, Series, Severity, Span, SpanStatus, Window
 from rca.timestamps import parse_timestamp
@@ -1146,36 +1147,50 @@ def test_without_normal_log_lines_no_template_is_new_and_error_lines_still_count
     assert any("normal logs: absent, so no template is new" in m for m in without.missing)
 
 
+def _calls(t0: float, minutes: int, callee: str, *, failed: bool, late: bool = False, caller: str = "a") -> list[Span]:
+    """A call a second from caller to callee, the callee's answer in 20 ms (or after the caller's
+    50 ms, `late`) and never an error, the caller's call failed or not."""
+    out = []
+    for i in range(60 * minutes):
+        t, tid = t0 + i, f"{caller}{callee}{t0}{i}"
+        end = t + (0.3 if late else 0.02)
+        out += [
+            Span(tid, "c", "", caller, "GET /work", t, t + 0.05, SpanStatus.ERROR if failed else SpanStatus.UNSET),
+            Span(tid, "s", "c", callee, "GET /work", t + 0.01, end),
+        ]
+    return out
+
+
 def test_calls_a_callee_answered_in_time_as_a_success_that_its_caller_failed_are_its_wrong_answers() -> None:
     """A caller fails the calls to one callee whose own spans answered them, fast and without
     error: what that callee answered was wrong. Calls a callee answered after the caller gave
     up are no wrong answer, and a caller that fails the answers of most of its callees, in
     time or late, fails them on its own side (its deadline, its reading)."""
-    ok, err = SpanStatus.UNSET, SpanStatus.ERROR
-
-    def calls(
-        t0: float, minutes: int, callee: str, *, failed: bool, late: bool = False, caller: str = "a"
-    ) -> list[Span]:
-        out = []
-        for i in range(60 * minutes):
-            t, tid = t0 + i, f"{caller}{callee}{t0}{i}"
-            end = t + (0.3 if late else 0.02)
-            out += [
-                Span(tid, "c", "", caller, "GET /work", t, t + 0.05, err if failed else ok),
-                Span(tid, "s", "c", callee, "GET /work", t + 0.01, end),
-            ]
-        return out
-
-    normal = calls(0.0, 5, "b", failed=False) + calls(0.0, 5, "c", failed=False)
-    now = calls(1000.0, 5, "b", failed=False) + calls(1000.0, 5, "c", failed=False)
-    now += calls(1300.0, 4, "b", failed=True) + calls(1300.0, 4, "c", failed=False)
+    normal = _calls(0.0, 5, "b", failed=False) + _calls(0.0, 5, "c", failed=False)
+    now = _calls(1000.0, 5, "b", failed=False) + _calls(1000.0, 5, "c", failed=False)
+    now += _calls(1300.0, 4, "b", failed=True) + _calls(1300.0, 4, "c", failed=False)
     (found,) = wrong_answers(normal, now, min_z=3.0)
     assert (found.callee, found.callers, found.count) == ("b", ("a",), 240)
     assert found.onset == pytest.approx(1260.0, abs=60.0) and found.until is None
-    assert wrong_answers(normal, now + calls(1300.0, 4, "d", failed=True, late=True, caller="f"), min_z=3.0) == [found]
-    own_side = calls(1300.0, 4, "b", failed=True, caller="e") + calls(1300.0, 4, "c", failed=True, caller="e")
+    assert wrong_answers(normal, now + _calls(1300.0, 4, "d", failed=True, late=True, caller="f"), min_z=3.0) == [found]
+    own_side = _calls(1300.0, 4, "b", failed=True, caller="e") + _calls(1300.0, 4, "c", failed=True, caller="e")
     assert [w.callers for w in wrong_answers(normal, now + own_side, min_z=3.0)] == [("a",)]
-    deadline = calls(1300.0, 4, "b", failed=True, caller="e") + calls(
+    deadline = _calls(1300.0, 4, "b", failed=True, caller="e") + _calls(
         1300.0, 4, "c", failed=True, late=True, caller="e"
     )
     assert [w.callers for w in wrong_answers(normal, now + deadline, min_z=3.0)] == [("a",)]
+
+
+def test_a_callee_s_wrong_answers_are_read_from_either_end_and_can_be_switched_off() -> None:
+    spans = (
+        _calls(0.0, 5, "b", failed=False) + _calls(1000.0, 5, "b", failed=False) + _calls(1300.0, 4, "b", failed=True)
+    )
+    incident = Incident(CaseId("wrong"), "test", "a", Window(900.0, 1600.0), Sources(traces=InMemoryTraces(spans)))
+
+    async def kinds(entity: str, **options: bool) -> set[tuple[str, EvidenceKind]]:
+        found = await Toolbox(incident, **options).spans(entity)
+        return {(ev.entity, ev.kind) for ev in found.evidence}
+
+    wrong = ("b", EvidenceKind.TRACE_WRONG_ANSWER)
+    assert wrong in asyncio.run(kinds("b")) and wrong in asyncio.run(kinds("a"))
+    assert wrong not in asyncio.run(kinds("b", wrong_answers=False))  # --ablate wrong-answers
