@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -247,8 +248,9 @@ def _answers(spans: Sequence[Span]) -> pd.DataFrame:
     )
 
 
-def _deviation(seen: float, want: float) -> float:
-    return (seen - want) / float(np.sqrt(want + 1.0))
+def _deviation(seen: Any, want: Any) -> Any:
+    """Counts seen against counts expected, in Poisson deviations (numbers or arrays)."""
+    return (seen - want) / np.sqrt(want + 1.0)
 
 
 def wrong_answers(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) -> list[WrongAnswers]:
@@ -260,20 +262,13 @@ def wrong_answers(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) 
     cur = _answers(now)
     if cur.empty or not cur["misread"].any():
         return []
-    ref = _answers(normal)
     keys = ["caller", "callee"]
-    share = ref.groupby(keys)[["misread", "let_down"]].mean() if not ref.empty else pd.DataFrame()
+    share = _answers(normal).groupby(keys)[["misread", "let_down"]].mean()  # per edge, in the normal period
     edges = cur.groupby(keys).agg(sum=("misread", "sum"), down=("let_down", "sum"), size=("misread", "size"))
-    for col, of in (("want", "misread"), ("want_down", "let_down")):
-        edges[col] = [
-            share[of].get(k, 0.0) * n if of in share else 0.0 for k, n in zip(edges.index, edges["size"], strict=True)
-        ]
-    departing = pd.Series(
-        [_deviation(s, w) >= min_z for s, w in zip(edges["sum"], edges["want"], strict=True)], index=edges.index
-    )
-    let_down = pd.Series(
-        [_deviation(s, w) >= min_z for s, w in zip(edges["down"], edges["want_down"], strict=True)], index=edges.index
-    )
+    normal_share = share.reindex(edges.index).fillna(0.0)
+    edges["want"] = normal_share["misread"].to_numpy(dtype=float) * edges["size"]
+    departing = _deviation(edges["sum"], edges["want"]) >= min_z
+    let_down = _deviation(edges["down"], normal_share["let_down"].to_numpy(dtype=float) * edges["size"]) >= min_z
     by_caller = let_down.groupby(level="caller").agg(["sum", "size"])
     own_side = set(by_caller.index[(by_caller["sum"] >= 2) & (by_caller["sum"] >= 0.5 * by_caller["size"])])
     kept = edges[departing & ~edges.index.get_level_values("caller").isin(own_side)]
@@ -284,11 +279,8 @@ def wrong_answers(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) 
         minute = np.floor(calls["start"].to_numpy(dtype=float) / BIN_SECONDS)
         bins, where = np.unique(minute, return_inverse=True)
         seen = np.bincount(where, weights=calls["misread"].to_numpy(dtype=float))
-        rates = np.array(
-            [share["misread"].get((c, callee), 0.0) if "misread" in share else 0.0 for c in calls["caller"]]
-        )
-        want = np.bincount(where, weights=rates)
-        z = np.array([_deviation(s, w) for s, w in zip(seen, want, strict=True)])
+        rates = normal_share["misread"].xs(callee, level="callee").reindex(calls["caller"]).to_numpy(dtype=float)
+        z = _deviation(seen, np.bincount(where, weights=rates))
         at = place(bins * BIN_SECONDS, z)
         out.append(
             WrongAnswers(
@@ -296,7 +288,7 @@ def wrong_answers(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) 
                 callers,
                 int(rows["sum"].sum()),
                 int(rows["size"].sum()),
-                _deviation(float(rows["sum"].sum()), float(rows["want"].sum())),
+                float(_deviation(rows["sum"].sum(), rows["want"].sum())),
                 at.onset,
                 tuple((float(t) * BIN_SECONDS, round(float(v), 3)) for t, v in zip(bins, z, strict=True)),
                 at.until,
