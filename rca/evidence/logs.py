@@ -312,13 +312,19 @@ PEER_SHARE = 0.5
 
 def _peer_pattern(services: Iterable[str]) -> re.Pattern[str] | None:
     """Mentions of the system's services in a line: a name with a separator in it (such as
-    `ts-order-service`) as a whole token, or any name as a host (`//cart/`, `cart:7070`,
-    `host='cart'`), so that a plain word that happens to name a service is not a mention."""
+    `ts-order-service`) as a whole token, any name as a host (`//cart/`, `cart:7070`,
+    `host='cart'`), or any name as a link of a wrapped error's chain (`checkout: cart: timeout`,
+    the form Go's and Python's wrapped errors print), so that a plain word that happens to name
+    a service is not a mention."""
     names = sorted({s for s in services if s}, key=len, reverse=True)
     if not names:
         return None
     joined = "|".join(re.escape(n) for n in names)
-    parts = [rf"(?://|host=['\"]?)(?P<h1>{joined})(?=[:/'\"\s]|$)", rf"(?<![\w.-])(?P<h2>{joined}):\d"]
+    parts = [
+        rf"(?://|host=['\"]?)(?P<h1>{joined})(?=[:/'\"\s]|$)",
+        rf"(?<![\w.-])(?P<h2>{joined}):\d",
+        rf"(?:^|(?<=:\s))(?P<w>{joined})(?=:\s)",
+    ]
     separated = "|".join(re.escape(n) for n in names if re.search(r"[-_.]", n))
     if separated:
         parts.append(rf"(?<![\w.-])(?P<s>{separated})(?![\w-])")

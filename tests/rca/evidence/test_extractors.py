@@ -391,10 +391,16 @@ def test_error_lines_that_name_another_service_are_failed_calls_to_it() -> None:
             line("checkout", "user not found"),  # a plain word that happens to name a service
             line("checkout", "HTTPConnectionPool(host='cart', port=80): Max retries exceeded"),
             line("ts-travel-service", "served ts-basic-service answer", Severity.INFO),  # not an error
+            line("orders", "upstream failure: user: malformed response"),  # a link of a wrapped error's chain
+            line("orders", "cart total: 3 items"),  # a word before a colon, not a link of a chain
         ],
     )
     named = {entity: peers for (entity, _), peers in dependency_errors(now, services).items()}
-    assert named == {"ts-travel-service": frozenset({"ts-basic-service"}), "checkout": frozenset({"cart"})}
+    assert named == {
+        "ts-travel-service": frozenset({"ts-basic-service"}),
+        "checkout": frozenset({"cart"}),
+        "orders": frozenset({"user"}),
+    }
 
 
 def test_a_template_s_run_ends_where_its_excess_ends() -> None:
