@@ -155,7 +155,7 @@ def _components(
     edge_share: Callable[[str], GapShare],
     population: int,
     ref: Reference,
-    changes: Sequence[Change] = (),
+    restarted: frozenset[EvidenceId] = frozenset(),
 ) -> dict[str, _Signals]:
     out: dict[str, _Signals] = defaultdict(_Signals)
     model = cfg.model
@@ -163,7 +163,6 @@ def _components(
     log_mass: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     began: dict[tuple[str, str], float] = {}  # (entity, "cpu" | "mem"): the earliest onset of that evidence
     seen: set[tuple[str, EvidenceKind, str, Signal]] = set()
-    restarted = moved_by_restart(evidence, changes) if cfg.on("changes") else frozenset()
     for ev in evidence:
         fact = (ev.entity, ev.kind, ev.subject, ev.signal)
         if fact in seen or ev.id in restarted:  # a shift read twice is one fact; one a restart made, none
@@ -241,7 +240,8 @@ def score_hypotheses(
     """Every (service, fault type) hypothesis the evidence supports, best first (alert_time:
     when the symptom alerted, where known; changes: what was changed around the window)."""
     ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
-    comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref, changes)
+    restarted = moved_by_restart(evidence, changes) if config.on("changes") else frozenset()
+    comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref, restarted)
     recipes = config.model.recipes
     # per fault type, once: the recipe's parts a present modality shows, and what no modality shows
     seen = {
@@ -280,6 +280,7 @@ def score_hypotheses(
         edge_share,
         undated,
         tuple(changes),
+        restarted,
     )
     adjusted, released = _apply_rules(values, board, config)
     # values equal to three places (saturated signals) are told apart by the raw deviation of
@@ -339,7 +340,8 @@ def supported_faults(
     (rule `changes`): the types a hypothesis about it may carry. `population`: the services
     of the call graph."""
     ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
-    comps = _components(evidence, config, edge_share, population, ref, changes)
+    restarted = moved_by_restart(evidence, changes) if config.on("changes") else frozenset()
+    comps = _components(evidence, config, edge_share, population, ref, restarted)
     out = {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
     if (
         config.on("changes")

@@ -31,3 +31,5 @@ class Board:
     # data began inside the window (rca.rules.timing.undatable): time cannot place it
     undatable: frozenset[EvidenceId] = frozenset()
     changes: tuple[Change, ...] = ()  # deploys, config pushes and the like around the window
+    # the process series a restart moved by itself (rule `changes`): no evidence against the service
+    restarted: frozenset[EvidenceId] = frozenset()

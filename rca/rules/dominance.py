@@ -6,7 +6,8 @@ A plain robust score (BARO's) gets such cases right by ranking on the largest de
 rules that weigh propagation and timing must not bury them. Only a service's own resources
 count (CPU, memory, disk): latency, errors and traffic also move in its callers, where their
 deviation can run far beyond the callee's (lifting a service whose own errors or latency led by
-an order of magnitude put callers and proxies first: docs/notes/04-second-round-of-2026-12-03-issue-40-the-floor-where-a-record.md). Only this incident's evidence counts (rule `timing`), and an anomaly under way
+an order of magnitude put callers and proxies first: docs/notes/04-second-round-of-2026-12-03-issue-40-the-floor-where-a-record.md). Only this incident's evidence counts (rule `timing`), not what a restart moved by itself (rule
+`changes`), and an anomaly under way
 since the first sample of a recording that began inside the window (a new pod, a restarted
 exporter, a recording that begins at the fault): time cannot place it (timing.undatable).
 """
@@ -31,6 +32,7 @@ def own_shift(board: Board) -> dict[str, float]:
             or ev.signal not in _OWN
             or is_host_metric(ev.subject)
             or (ev.id not in board.current and ev.id not in board.undatable)
+            or ev.id in board.restarted  # what a restart moved by itself is no fault (rule `changes`)
             or not degraded(ev)  # less CPU or memory used is no resource fault
         ):
             continue

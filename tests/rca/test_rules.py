@@ -220,6 +220,10 @@ def test_a_service_whose_own_resources_shifted_an_order_of_magnitude_more_than_a
     restarted = replace(early, onset=420.0, profile=tuple((t, 400.0) for t in range(420, 1000, 60)))
     assert _first([symptom, near, restarted], graph) == "c"
     assert _first([symptom, near, restarted], graph, off) == "b"
+    # moved by a restart of its own (a deploy right before it): a fresh process, no fault of it
+    deployed = [Change("c", ChangeKind.DEPLOY, 590.0)]
+    assert _ranked([symptom, near, hog], graph, deployed)[0].service == "b"
+    assert _ranked([symptom, near, hog], graph, deployed, ScoringConfig(off=frozenset({"changes"})))[0].service == "c"
 
 
 def test_latency_and_errors_never_dominate_they_move_in_callers_too() -> None:
