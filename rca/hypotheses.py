@@ -53,7 +53,6 @@ HypothesisId = NewType("HypothesisId", str)
 RANK_PRECISION = 3  # decimal places the ranking tells values apart at
 # a line that reports an exception, in the words of the common runtimes: Java's and .NET's
 # exceptions and causes, Python's traceback, Go's panic
-_TRACE_OWN = (EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_WRONG_ANSWER, EvidenceKind.TRACE_GAVE_UP)
 _EXCEPTION_WORDS = ("exception", "threw", "throwable", "stacktrace", "caused by", "traceback (most recent", "panic:")
 
 
@@ -179,7 +178,7 @@ def _components(
             sig.add(part + ("_host" if host else ""), depth(w, ev.score, model.metric_scale), ev)
             if part in ("cpu", "mem") and ev.onset is not None and not host:
                 began[(ev.entity, part)] = min(ev.onset, began.get((ev.entity, part), ev.onset))
-        elif ev.kind in _TRACE_OWN:  # its own work; calls failed by what it answered or by its giving up
+        elif ev.kind in (EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_WRONG_ANSWER):  # its own work; wrong answers
             part = "own" if ev.kind is EvidenceKind.TRACE_SELF_TIME else "logerr"  # errors without an exception
             sig.add(part, depth(w, ev.score, model.trace_scale), ev)
         elif ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:

@@ -58,7 +58,6 @@ ABLATIONS = (
     "glance",
     "peer-spread",
     "wrong-answers",
-    "given-up",
     ASKED_LATE,
     REOPEN,
 )
@@ -87,8 +86,6 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, peer_spread=False)
     if what == "wrong-answers":
         return replace(config, wrong_answers=False)
-    if what == "given-up":
-        return replace(config, given_up=False)
     if what in (ASKED_LATE, REOPEN):
         return replace(config, scoring=replace(config.scoring, off=config.scoring.off | {what}))
     raise InputError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")

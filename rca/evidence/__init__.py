@@ -21,7 +21,6 @@ class EvidenceKind(StrEnum):
     LOG_FREQUENCY_SHIFT = "log_frequency_shift"
     LOG_PATH_CUT = "log_path_cut"  # a service wrote the first of two lines it writes together, not the second
     TRACE_WRONG_ANSWER = "trace_wrong_answer"  # calls a service answered in time as a success, failed by their callers
-    TRACE_GAVE_UP = "trace_gave_up"  # calls a service gave up on before their callees usually answer
     TRACE_SELF_TIME = "trace_self_time"
     TRACE_EDGE_LATENCY = "trace_edge_latency"
     TRACE_ERRORS = "trace_errors"

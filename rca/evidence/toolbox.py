@@ -35,16 +35,8 @@ class Toolbox(MetricTools, LogTools, TraceTools):
         glance: bool = True,
         peer_spread: bool = True,
         wrong_answers: bool = True,
-        given_up: bool = True,
     ) -> None:
-        super().__init__(
-            incident,
-            budget=budget,
-            glance=glance,
-            peer_spread=peer_spread,
-            wrong_answers=wrong_answers,
-            given_up=given_up,
-        )
+        super().__init__(incident, budget=budget, glance=glance, peer_spread=peer_spread, wrong_answers=wrong_answers)
 
     async def entities(self) -> tuple[str, ...]:
         """Every entity seen by any source."""

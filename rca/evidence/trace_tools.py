@@ -11,16 +11,7 @@ from typing import Any
 
 from rca.evidence import Evidence, EvidenceKind
 from rca.evidence.reading import Reader, ToolResult, memoised
-from rca.evidence.traces import (
-    NO_GAPS,
-    FailedCalls,
-    GapShare,
-    LatencyShift,
-    given_up,
-    latency_shifts,
-    timings,
-    wrong_answers,
-)
+from rca.evidence.traces import NO_GAPS, GapShare, LatencyShift, WrongAnswers, latency_shifts, timings, wrong_answers
 from rca.model import Incident, Modality
 from rca.signals import Signal
 from rca.sources.protocols import SpanQuery
@@ -28,18 +19,16 @@ from rca.telemetry import Span, SpanTable
 
 TRACE_MIN_Z = 3.0
 
-_Index = tuple[dict[str, LatencyShift], dict[str, LatencyShift], tuple[FailedCalls, ...], tuple[FailedCalls, ...]]
+_Index = tuple[dict[str, LatencyShift], dict[str, LatencyShift], dict[str, WrongAnswers]]
 
 
 def _index(ref: Sequence[Span], now: Sequence[Span]) -> _Index:
-    """Own-time and network-gap shifts, by service and by call edge; calls failed on a callee's
-    answer (wrong answers) and on the caller's side (given up)."""
+    """Own-time and network-gap shifts, by service and by call edge; wrong answers by callee."""
     (o0, g0), (o1, g1) = timings(ref), timings(now)
     return (
         {s.subject: s for s in latency_shifts(o0, o1)},
         {s.subject: s for s in latency_shifts(g0, g1)},
-        tuple(wrong_answers(ref, now, min_z=TRACE_MIN_Z)),
-        tuple(given_up(ref, now, min_z=TRACE_MIN_Z)),
+        {w.callee: w for w in wrong_answers(ref, now, min_z=TRACE_MIN_Z)},
     )
 
 
@@ -69,16 +58,12 @@ _LAST_TRACE_INDEX = _LastIndex()
 
 
 class TraceTools(Reader):
-    def __init__(
-        self, incident: Incident, *, wrong_answers: bool = True, given_up: bool = True, **options: Any
-    ) -> None:
+    def __init__(self, incident: Incident, *, wrong_answers: bool = True, **options: Any) -> None:
         super().__init__(incident, **options)
         self.wrong_answers = wrong_answers  # calls a callee answered well that its caller failed are its evidence
-        self.given_up = given_up  # calls a caller gave up on before its callee's usual answer are its evidence
         self._own: dict[str, LatencyShift] | None = None
         self._gaps: dict[str, LatencyShift] | None = None
-        self._wrong: tuple[FailedCalls, ...] = ()
-        self._gave_up: tuple[FailedCalls, ...] = ()
+        self._wrong: dict[str, WrongAnswers] = {}
         self._traced: frozenset[str] | None = None  # the services the trace backend has spans of
 
     async def _listed(self, tool: str, entity: str) -> bool:
@@ -98,7 +83,7 @@ class TraceTools(Reader):
                 self._own, self._gaps = {}, {}
                 ref_spans, now_spans = await self._span_reads()
                 if now_spans or ref_spans:
-                    self._own, self._gaps, self._wrong, self._gave_up = _LAST_TRACE_INDEX.get(
+                    self._own, self._gaps, self._wrong = _LAST_TRACE_INDEX.get(
                         self._trace_sources(), lambda: _index(ref_spans, now_spans), keep="traces" not in self.failed
                     )
             return self._own, self._gaps
@@ -131,14 +116,23 @@ class TraceTools(Reader):
             caller, _, callee = subject.partition("->")
             if entity in (caller, callee) and g.score >= TRACE_MIN_Z:
                 items.append(self._span_evidence(entity, g, EvidenceKind.TRACE_EDGE_LATENCY, query))
-        failed = [
-            *((w, EvidenceKind.TRACE_WRONG_ANSWER) for w in (self._wrong if self.wrong_answers else ())),
-            *((g, EvidenceKind.TRACE_GAVE_UP) for g in (self._gave_up if self.given_up else ())),
-        ]
-        for f, kind in failed:  # a read of either end shows the calls
-            if entity == f.service or entity in f.peers:
+        for w in self._wrong.values() if self.wrong_answers else ():  # a read of either end shows the calls
+            if entity == w.callee or entity in w.callers:
+                detail = (
+                    f"answered {w.count} of {w.calls} calls from {', '.join(w.callers)} in time and as a success, "
+                    "and those callers failed them: its answers were wrong"
+                )
                 items.append(
-                    self._placed(f, Modality.TRACES, kind, f.service, f.service, Signal.ERRORS, query, _said(f, kind))
+                    self._placed(
+                        w,
+                        Modality.TRACES,
+                        EvidenceKind.TRACE_WRONG_ANSWER,
+                        w.callee,
+                        w.callee,
+                        Signal.ERRORS,
+                        query,
+                        detail,
+                    )
                 )
         found = mine_ is not None or any(entity in s.split("->") for s in gaps)
         return ToolResult("spans", entity, query, tuple(items), "ok" if found else "no_data")
@@ -188,16 +182,3 @@ class TraceTools(Reader):
             f"p90 {s.normal_p90 * 1e3:.1f} -> {s.now_p90 * 1e3:.1f} ms over {s.count} spans"
         )
         return self._placed(s, Modality.TRACES, kind, entity, s.subject, Signal.LATENCY, query, detail)
-
-
-def _said(f: FailedCalls, kind: EvidenceKind) -> str:
-    """What failed calls say, in the verdict's words."""
-    if kind is EvidenceKind.TRACE_WRONG_ANSWER:
-        return (
-            f"answered {f.count} of {f.calls} calls from {', '.join(f.peers)} in time and as a success, "
-            "and those callers failed them: its answers were wrong"
-        )
-    return (
-        f"gave up on {f.count} of {f.calls} calls to {', '.join(f.peers)} sooner than they usually answer, "
-        "and they answered them as a success: failed on its own side (a deadline, a retry policy)"
-    )

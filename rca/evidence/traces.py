@@ -211,15 +211,14 @@ def latency_shifts(normal: Timings, now: Timings) -> list[LatencyShift]:
 
 
 @dataclass(frozen=True, slots=True)
-class FailedCalls:
-    """Calls failed by their caller where the spans tell whose doing the failure was, counted
-    per minute against the normal share of such calls: `service` is the one whose doing it was,
-    `peers` the other ends of those calls."""
+class WrongAnswers:
+    """Calls a service answered in time and as a success, that its callers still failed: what
+    it answered was wrong. Counted per minute against the normal share of such calls."""
 
-    service: str
-    peers: tuple[str, ...]
+    callee: str
+    callers: tuple[str, ...]
     count: int  # such calls in the window
-    calls: int  # the window's calls between the service and those peers
+    calls: int  # the window's calls into it from those callers
     score: float  # the window's count as a Poisson deviation from the normal share
     onset: float | None
     profile: tuple[tuple[float, float], ...] = ()  # (minute, Poisson deviation) through the window
@@ -228,26 +227,21 @@ class FailedCalls:
 
 
 def _answers(spans: Sequence[Span]) -> pd.DataFrame:
-    """Every call into another service: caller, callee, when, how long the caller waited, and
-    whether the caller failed it though the callee answered it as a success: in time
-    (`misread`), or at all (`let_down`)."""
+    """Every call into another service: caller, callee, when, and whether the caller failed it
+    though the callee answered it as a success: in time (`misread`), or at all."""
     if not spans:
-        return pd.DataFrame(
-            {"caller": [], "callee": [], "start": [], "waited": [], "answered": [], "misread": [], "let_down": []}
-        )
+        return pd.DataFrame({"caller": [], "callee": [], "start": [], "misread": [], "let_down": []})
     table = SpanTable.of(spans)
     child, parent = table.parent_pairs()
     remote = table.entity[child] != table.entity[parent]
     child, parent = child[remote], parent[remote]
-    status, start, end = table.status, table.start, table.end
+    status, end = table.status, table.end
     let_down = (status[parent] == SpanStatus.ERROR) & (status[child] != SpanStatus.ERROR)
     return pd.DataFrame(
         {
             "caller": table.entity[parent],
             "callee": table.entity[child],
-            "start": start[parent],
-            "waited": end[parent] - start[parent],
-            "answered": end[child] - start[child],
+            "start": table.start[parent],
             "misread": let_down & (end[child] <= end[parent]),
             "let_down": let_down,
         }
@@ -259,28 +253,7 @@ def _deviation(seen: Any, want: Any) -> Any:
     return (seen - want) / np.sqrt(want + 1.0)
 
 
-def _counted(service: str, peers: tuple[str, ...], calls: pd.DataFrame, flag: str, rates: np.ndarray) -> FailedCalls:
-    """The calls flagged `flag` against their normal `rates` (one a call), as a whole and minute
-    by minute in Poisson deviations, placed in time."""
-    seen = calls[flag].to_numpy(dtype=float)
-    minute = np.floor(calls["start"].to_numpy(dtype=float) / BIN_SECONDS)
-    bins, where = np.unique(minute, return_inverse=True)
-    z = _deviation(np.bincount(where, weights=seen), np.bincount(where, weights=rates))
-    at = place(bins * BIN_SECONDS, z)
-    return FailedCalls(
-        service,
-        peers,
-        int(seen.sum()),
-        len(calls),
-        float(_deviation(seen.sum(), rates.sum())),
-        at.onset,
-        tuple((float(t) * BIN_SECONDS, round(float(v), 3)) for t, v in zip(bins, z, strict=True)),
-        at.until,
-        at.under_way,
-    )
-
-
-def wrong_answers(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) -> list[FailedCalls]:
+def wrong_answers(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) -> list[WrongAnswers]:
     """Per callee, the calls it answered as a success in time that its callers failed, where
     their count departs from the normal share by `min_z` Poisson deviations. A caller that
     fails calls answered as a success (in time or after it gave up) to two or more callees,
@@ -303,35 +276,23 @@ def wrong_answers(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) 
     for callee, rows in kept.groupby(level="callee"):
         callers = tuple(sorted(str(c) for c in rows.index.get_level_values("caller")))
         calls = cur[(cur["callee"] == callee) & cur["caller"].isin(callers)]
+        minute = np.floor(calls["start"].to_numpy(dtype=float) / BIN_SECONDS)
+        bins, where = np.unique(minute, return_inverse=True)
+        seen = np.bincount(where, weights=calls["misread"].to_numpy(dtype=float))
         rates = normal_share["misread"].xs(callee, level="callee").reindex(calls["caller"]).to_numpy(dtype=float)
-        out.append(_counted(str(callee), callers, calls, "misread", rates))
+        z = _deviation(seen, np.bincount(where, weights=rates))
+        at = place(bins * BIN_SECONDS, z)
+        out.append(
+            WrongAnswers(
+                str(callee),
+                callers,
+                int(rows["sum"].sum()),
+                int(rows["size"].sum()),
+                float(_deviation(rows["sum"].sum(), rows["want"].sum())),
+                at.onset,
+                tuple((float(t) * BIN_SECONDS, round(float(v), 3)) for t, v in zip(bins, z, strict=True)),
+                at.until,
+                at.under_way,
+            )
+        )
     return sorted(out, key=lambda w: -w.score)
-
-
-def given_up(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) -> list[FailedCalls]:
-    """Per caller, the calls it gave up on sooner than their callee normally answers them (the
-    normal period's median on that call), which the callee went on to answer as a success,
-    where their count departs from the normal share by `min_z` Poisson deviations: failed on
-    the caller's side (a deadline cut, a retry policy that gives up and sends again), not the
-    callee's. A callee that failed, never answered, or was slower than normal is no sign."""
-    cur = _answers(now)
-    if cur.empty or not cur["let_down"].any():
-        return []
-    ref = _answers(normal)
-    keys = ["caller", "callee"]
-    usual = ref.groupby(keys)["answered"].median()  # how long each call normally takes its callee
-    for frame in (cur, ref):
-        norm = usual.reindex(pd.MultiIndex.from_frame(frame[keys])).to_numpy(dtype=float)
-        frame["gave_up"] = frame["let_down"] & ~frame["misread"] & (frame["waited"].to_numpy(dtype=float) < norm)
-    if not cur["gave_up"].any():
-        return []
-    share = ref.groupby(keys)["gave_up"].mean()  # per edge, in the normal period
-    cur["rate"] = share.reindex(pd.MultiIndex.from_frame(cur[keys])).fillna(0.0).to_numpy(dtype=float)
-    out = []
-    for caller, calls in cur.groupby("caller"):
-        edges = calls.groupby("callee").agg(seen=("gave_up", "sum"), want=("rate", "sum"))
-        callees = tuple(sorted(str(c) for c in edges.index[_deviation(edges["seen"], edges["want"]) >= min_z]))
-        if callees:
-            mine = calls[calls["callee"].isin(callees)]
-            out.append(_counted(str(caller), callees, mine, "gave_up", mine["rate"].to_numpy(dtype=float)))
-    return sorted(out, key=lambda g: -g.score)

@@ -30,7 +30,4 @@ class SearchConfig:
     glance: bool = True  # ablation switch: a logs scan over the read budget glances at error counts (one read)
     peer_spread: bool = True  # ablation switch: a metric normal that never moved is measured in its peers' spread
     wrong_answers: bool = True  # ablation switch: calls a callee answered well that its caller failed are its evidence
-    given_up: bool = (
-        True  # ablation switch: calls a caller gave up on before its callee usually answers are its evidence
-    )
     scoring: ScoringConfig = field(default_factory=ScoringConfig)

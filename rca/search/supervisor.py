@@ -59,7 +59,6 @@ async def run_search(
             glance=config.glance,
             peer_spread=config.peer_spread,
             wrong_answers=config.wrong_answers,
-            given_up=config.given_up,
         )
 
     toolbox = toolbox_of(incident)
