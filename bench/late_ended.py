@@ -21,14 +21,23 @@ from rca.sources.datasets import find_cases
 _SAME_FAULT = 5.0  # seconds between a label's start and the fault list's inject time
 
 
-def lengths(root: Path) -> dict[float, float]:
-    """Every fault of a lab recording: its inject time and how long it ran."""
+def lengths(root: Path) -> dict[tuple[str, float], float]:
+    """Every fault of a lab recording: (its service, its inject time) and how long it ran. The
+    shops of one recording inject at the same instants, so the time alone does not say which."""
     out = {}
     for path in root.rglob("lab-fault_list.json"):
         for faults in json.loads(path.read_text()).values():
             for fault in faults:
-                out[float(fault["inject_timestamp"])] = float(fault["seconds"])
+                service = str(fault["inject_pod"]).rsplit("-", 1)[0]
+                out[(service, float(fault["inject_timestamp"]))] = float(fault["seconds"])
     return out
+
+
+def length_of(ran: dict[tuple[str, float], float], service: str, start: float | None) -> float | None:
+    """How long the labelled fault of this service begun at `start` ran, from `lengths`."""
+    if start is None:
+        return None
+    return next((s for (svc, t), s in ran.items() if svc == service and abs(t - start) <= _SAME_FAULT), None)
 
 
 async def count(root: Path, protocol: str) -> tuple[int, int]:
@@ -37,7 +46,7 @@ async def count(root: Path, protocol: str) -> tuple[int, int]:
     placed = ended = 0
     for case in find_cases(root):
         start = case.label.start
-        length = next((s for t, s in ran.items() if start is not None and abs(t - start) <= _SAME_FAULT), None)
+        length = length_of(ran, case.label.service, start)
         if start is None or length is None:
             continue
         placed += 1
