@@ -238,8 +238,7 @@ def score_hypotheses(
 ) -> list[Hypothesis]:
     """Every (service, fault type) hypothesis the evidence supports, best first (alert_time:
     when the symptom alerted, where known; changes: what was changed around the window)."""
-    ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
-    restarted = moved_by_restart(evidence, changes) if config.on("changes") else frozenset()
+    ref, restarted = _placed(evidence, config, symptom, alert_time, window, changes)
     comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref, restarted)
     recipes = config.model.recipes
     # per fault type, once: the recipe's parts a present modality shows, and what no modality shows
@@ -338,8 +337,7 @@ def supported_faults(
     `score_hypotheses` reads it (rca.fault_model.GATES), and a release where a change broke it
     (rule `changes`): the types a hypothesis about it may carry. `population`: the services
     of the call graph."""
-    ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
-    restarted = moved_by_restart(evidence, changes) if config.on("changes") else frozenset()
+    ref, restarted = _placed(evidence, config, symptom, alert_time, window, changes)
     comps = _components(evidence, config, edge_share, population, ref, restarted)
     out = {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
     if (
@@ -349,6 +347,20 @@ def supported_faults(
     ):
         out[found[0]] = out.get(found[0], frozenset()) | {FaultType.RELEASE}
     return out
+
+
+def _placed(
+    evidence: Sequence[Evidence],
+    config: ScoringConfig,
+    symptom: str,
+    alert_time: float | None,
+    window: Window,
+    changes: Sequence[Change],
+) -> tuple[Reference, frozenset[EvidenceId]]:
+    """When the incident asked about ran (rule `timing`), and the evidence a restart moved by
+    itself (rule `changes`), which no component and no rule counts."""
+    ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
+    return ref, moved_by_restart(evidence, changes) if config.on("changes") else frozenset()
 
 
 def _current(evidence: Sequence[Evidence], ref: Reference, config: ScoringConfig) -> frozenset[EvidenceId]:
