@@ -156,7 +156,12 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("rules", help="the scoring rules, each with its principle (for --ablate rule:NAME)")
 
     cal = sub.add_parser("calibrate", help="fit the first place's probability on `rcabot eval --json` results")
-    cal.add_argument("results", nargs="+", type=Path, help="eval JSON files (every set, every protocol)")
+    cal.add_argument(
+        "results",
+        nargs="+",
+        type=Path,
+        help="eval JSON files (plain or gzipped), or folders saved as <dir>/<set>/<name>.json (results/)",
+    )
     cal.add_argument("--engine", default="lats", help="whose first places to fit on (default lats)")
     cal.add_argument("--out", type=Path, help="write the calibration here (the package's: rca/calibration.json)")
 

@@ -29,7 +29,7 @@ from rca.evaluation.report import (
     summaries,
     to_json,
 )
-from rca.evaluation.results import page, plot, saved
+from rca.evaluation.results import page, plot, read, saved
 from rca.evaluation.results import rows as results_rows
 from rca.evaluation.star_eval import evaluate_star
 from rca.evaluation.star_eval import render as render_star
@@ -112,15 +112,18 @@ def do_report(args: argparse.Namespace) -> int:
 def do_calibrate(args: argparse.Namespace) -> int:
     rows = []
     for path in args.results:
+        # a folder of saved evaluations names each row by its set; a file, by the case's dataset
+        named = saved(path) if path.is_dir() else [(None, read(path))]
         try:
-            rows += calibration_rows(json.loads(path.read_text()), args.engine)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            for name, evaluation in named:
+                rows += calibration_rows(evaluation, args.engine, name)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(f"{path}: not an `rcabot eval --json` result ({type(exc).__name__}: {exc})") from None
     if not rows:
         raise InputError(f"no first places of {args.engine} in {', '.join(str(p) for p in args.results)}")
     sets = sorted({d for d, *_ in rows})
     calibration = fit(
-        [(f, ok) for *_, f, ok in rows],
+        [(d, f, ok) for d, _, f, ok in rows],
         fitted_on=f"{len(rows)} first places of {args.engine}: {', '.join(sets)}; "
         f"protocols {' | '.join(sorted({p for _, p, *_ in rows}))}",
     )

@@ -37,10 +37,7 @@ def parent(run: Run, status: str, tz: str = "UTC") -> tuple[str, list[Block]]:
 
 
 # -- the verdict -----------------------------------------------------------------------------
-CONFIDENCE_NOTE = (
-    "% = how often first places like this one were right on evaluated incidents; "
-    "the reasoning check audits how the verdict was reached"
-)
+CONFIDENCE_NOTE = "% = how often first places like this one were right on evaluated incidents"
 
 
 def headline(v: Verdict, *, repaired: bool = False) -> str:
@@ -55,7 +52,9 @@ def headline(v: Verdict, *, repaired: bool = False) -> str:
         return f"{word}: {service} — {_fault(fault)} ({p})"
     names = list(v.leaders) if len(v.leaders) > 1 else [r[0] for r in ranking[:2]]
     word = "Repaired, still unsure" if repaired else "Unsure"
-    return f"{word}: {either(names)} — first place {service}, {_fault(fault)} ({p})"
+    lead = f"{service} ({_fault(fault)}, {p})"
+    others = [n for n in names if n != service]
+    return f"{word}: {either([lead, *others])}" if others else f"{word}: {lead}"
 
 
 def verdict(
@@ -291,8 +290,8 @@ def _audit_line(a: Audit, *, unsure: bool = False) -> str:
             weak = f"; weakest part: {blamed.stage.replace('_', ' ')} ({plain(clip(blamed.violations[0].explanation, 160))})"
         if unsure:
             return (
-                f"☑️ Reasoning well formed (score {a.score:.2f} of 1), but the telemetry does not settle the "
-                f"first place (support {a.support:.0%}){weak} · *Run checks* tests the leaders against each other"
+                f"☑️ Reasoning well formed (score {a.score:.2f} of 1); the telemetry leaves the first place "
+                f"open (support {a.support:.0%}){weak} · *Run checks* tests the leaders"
             )
         return f"✅ Reasoning checked: OK (score {a.score:.2f} of 1, telemetry support {a.support:.0%}){weak}"
     stage = blamed.stage.replace("_", " ") if blamed is not None else "no single stage"

@@ -11,9 +11,13 @@ least probability at which the first places of those results were right at least
 time: what the verdict may call "likely".
 
 A system is not the development sets: its first places may be right more often than they were
-there, or less. `Calibration.adapted` shifts the model's log-odds by what the system's own
-marked verdicts say (right or wrong, marked by the engineers who acted on them), so the
-probability a verdict shows learns the system it serves; without marks it is the shipped one.
+there, or less. The fit says how much: each evaluated system (a set saved under results/) has
+its own shift of the log-odds, drawn from a normal whose spread the fit estimates with the
+weights (a logistic model with a random intercept per system), so the probability shown to a
+system never marked is the average over that spread. `Calibration.adapted` learns the
+system's own shift from its marked verdicts (right or wrong, marked by the engineers who
+acted on them), under that spread as its prior, so the probability a verdict shows learns the
+system it serves; without marks it is the shipped one.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -30,11 +34,11 @@ import numpy as np
 SHIPPED = Path(__file__).with_name("calibration.json")
 LIKELY_ACCURACY = 0.95  # "likely" is said where first places were right this often
 _RIDGE = 1e-2  # a whisper of shrinkage, so a feature that separates perfectly stays finite
-# How far, a priori, a system's log-odds of a right first place lie from the shipped model's:
-# a unit normal, one logit (odds times e) being the size by which the development sets' own
-# shifts differ (docs/notes/03-third-round-of-2026-12-03-issue-41-a-probability-that-learns.md); marks move it further only as they add up.
-OFFSET_PRIOR_VARIANCE = 1.0
-PRIOR_SPREAD = math.sqrt(OFFSET_PRIOR_VARIANCE)
+# How far a system's log-odds of a right first place lie from the shipped model's, where the
+# fit cannot tell (it saw fewer than two systems): one logit (odds times e), the size by which
+# the first three development sets' shifts differed
+# (docs/notes/03-third-round-of-2026-12-03-issue-41-a-probability-that-learns.md).
+PRIOR_SPREAD = 1.0
 # Gauss-Hermite nodes and weights for the average over a normal shift (probabilists' form).
 _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(32)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
@@ -80,6 +84,16 @@ def trace_features(trace: Mapping[str, object]) -> Features:
     return features([float(r["confidence"]) for r in ranking], sum(bool(v) for v in dict(read).values()))
 
 
+def case_features(case: Mapping[str, object]) -> Features:
+    """The features of a case saved by `rcabot eval --json`: its ranking's scores and the
+    modalities it read."""
+    ranking = case.get("ranking") or []
+    read = case.get("modalities") or {}
+    if not isinstance(ranking, list) or not isinstance(read, Mapping):
+        raise TypeError("a saved case's ranking is a list and its modalities a mapping")
+    return features([float(c["score"]) for c in ranking], sum(bool(v) for v in read.values()))
+
+
 @dataclass(frozen=True, slots=True)
 class Calibration:
     weights: tuple[float, ...]
@@ -88,6 +102,7 @@ class Calibration:
     offset: float = 0.0  # the log-odds shift learnt from a system's marked verdicts
     marks: int = 0  # how many marked verdicts it was learnt from
     spread: float = PRIOR_SPREAD  # how far that shift is known: its standard deviation
+    between: float = PRIOR_SPREAD  # how far systems' shifts lie apart (fitted): the prior's spread
 
     def probability(self, f: Features) -> float:
         """The share of first places with these features that were right, averaged over the
@@ -99,18 +114,19 @@ class Calibration:
 
     def adapted(self, marks: Sequence[tuple[Features, bool]]) -> Calibration:
         """This calibration with its log-odds shifted to a system's marked verdicts (features,
-        right?): the shift of most posterior weight under a unit-normal prior
-        (OFFSET_PRIOR_VARIANCE), where the posterior's slope is nought, and how far it is known
-        (the posterior's curvature there: Laplace's approximation). Unmarked, it is
-        unchanged."""
+        right?): the shift of most posterior weight under a normal prior of the spread
+        between systems (`between`), where the posterior's slope is nought, and how far it is
+        known (the posterior's curvature there: Laplace's approximation). Unmarked, it is
+        the shipped one."""
         marks = [(f, right) for f, right in marks if f.confidence > 0]
+        prior = self.between**2
         if not marks:
-            return Calibration(self.weights, self.likely, self.fitted_on)
+            return Calibration(self.weights, self.likely, self.fitted_on, spread=self.between, between=self.between)
         base = np.array([float(np.dot(self.weights, f.vector())) for f, _ in marks])
         y = np.array([1.0 if right else 0.0 for _, right in marks])
 
         def slope(shift: float) -> float:  # of the log posterior: falls as the shift grows
-            return float(np.sum(y - 1.0 / (1.0 + np.exp(-(base + shift))))) - shift / OFFSET_PRIOR_VARIANCE
+            return float(np.sum(y - 1.0 / (1.0 + np.exp(-(base + shift))))) - shift / prior
 
         lo, hi = -_MAX_SHIFT, _MAX_SHIFT
         for _ in range(60):  # bisection: sure where Newton's steps overshoot on a logistic
@@ -118,18 +134,24 @@ class Calibration:
             lo, hi = (mid, hi) if slope(mid) > 0 else (lo, mid)
         shift = (lo + hi) / 2
         p = 1.0 / (1.0 + np.exp(-(base + shift)))
-        spread = 1.0 / math.sqrt(1.0 / OFFSET_PRIOR_VARIANCE + float(np.sum(p * (1.0 - p))))
-        return Calibration(self.weights, self.likely, self.fitted_on, shift, len(marks), spread)
+        spread = 1.0 / math.sqrt(1.0 / prior + float(np.sum(p * (1.0 - p))))
+        return Calibration(self.weights, self.likely, self.fitted_on, shift, len(marks), spread, self.between)
 
     def to_json(self) -> dict[str, object]:
-        return {"weights": list(self.weights), "likely": self.likely, "fitted_on": self.fitted_on}
+        return {
+            "weights": list(self.weights),
+            "likely": self.likely,
+            "between": self.between,
+            "fitted_on": self.fitted_on,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Calibration:
-        """The shipped form: weights, threshold and what they were fitted on (a system's
-        shift is learnt where it runs, never shipped)."""
+        """The shipped form: weights, threshold, the spread between systems and what they
+        were fitted on (a system's own shift is learnt where it runs, never shipped)."""
         weights = tuple(float(w) for w in data["weights"])  # type: ignore[attr-defined]
-        return cls(weights, float(data["likely"]), str(data.get("fitted_on", "")))  # type: ignore[arg-type]
+        between = float(data.get("between", PRIOR_SPREAD))  # type: ignore[arg-type]
+        return cls(weights, float(data["likely"]), str(data.get("fitted_on", "")), spread=between, between=between)  # type: ignore[arg-type]
 
 
 @cache
@@ -138,18 +160,60 @@ def shipped() -> Calibration:
     return Calibration.from_json(json.loads(SHIPPED.read_text()))
 
 
-def fit(rows: Sequence[tuple[Features, bool]], *, fitted_on: str = "") -> Calibration:
-    """A logistic model of `right` on the features (`logistic`), and the least
-    probability above which first places were right LIKELY_ACCURACY of the time. On the
-    results it was fitted on, no shift is unknown (spread 0); shipped to a system, the prior's
-    spread returns (`from_json`)."""
+def fit(rows: Sequence[tuple[str, Features, bool]], *, fitted_on: str = "") -> Calibration:
+    """From (system, features, right?) rows: a logistic model of `right` on the features with
+    a shift of the log-odds per system (`mixed_logistic`; with one system the spread between
+    systems cannot be told and is PRIOR_SPREAD), and the least probability at which first
+    places were right LIKELY_ACCURACY of the time. Probabilities are the shipped ones, averaged
+    over the spread between systems, as a system never marked is shown them."""
     if not rows:
         raise ValueError("no evaluated first places to fit on")
-    y = np.array([1.0 if right else 0.0 for _, right in rows])
-    w = logistic(np.array([f.vector() for f, _ in rows]), y)
-    model = Calibration(tuple(float(v) for v in w), 1.0, fitted_on, spread=0.0)
-    probs = np.array([model.probability(f) for f, _ in rows])
-    return Calibration(model.weights, likely_threshold(probs, y), fitted_on, spread=0.0)
+    names = sorted({system for system, _, _ in rows})
+    x = np.array([f.vector() for _, f, _ in rows])
+    y = np.array([1.0 if right else 0.0 for _, _, right in rows])
+    if len(names) < 2:
+        w, between = logistic(x, y), PRIOR_SPREAD
+    else:
+        w, between = mixed_logistic(x, y, np.array([names.index(system) for system, _, _ in rows]))
+    model = Calibration(tuple(float(v) for v in w), 1.0, fitted_on, spread=between, between=between)
+    probs = np.array([model.probability(f) for _, f, _ in rows])
+    return replace(model, likely=likely_threshold(probs, y))
+
+
+def apart(rows: Sequence[tuple[str, Features, bool]]) -> dict[str, Calibration]:
+    """Per system of (system, features, right?) rows, the calibration fitted on the other
+    systems only: what a system never evaluated would be shown."""
+    names = sorted({system for system, _, _ in rows})
+    return {name: fit([r for r in rows if r[0] != name]) for name in names if len(names) > 1}
+
+
+def mixed_logistic(x: np.ndarray, y: np.ndarray, system: np.ndarray) -> tuple[np.ndarray, float]:
+    """The weights of a logistic model of y on the rows of x with a normal shift of the
+    log-odds per system (`system`: each row's index), and the spread of those shifts (their
+    standard deviation): expectation-maximisation under Laplace's approximation, each round
+    fitting the weights and shifts at the present spread (Newton's method, the shifts shrunk
+    by it) and then setting the spread's square to the shifts' mean square plus how far each
+    is known."""
+    d, g = x.shape[1], int(system.max()) + 1
+    member = np.zeros((x.shape[0], g))
+    member[np.arange(x.shape[0]), system] = 1.0
+    z = np.hstack([x, member])
+    theta, variance = np.zeros(d + g), PRIOR_SPREAD**2
+    for _ in range(200):
+        penalty = np.concatenate([np.full(d, _RIDGE), np.full(g, 1.0 / variance)])
+        for _ in range(100):
+            p = 1.0 / (1.0 + np.exp(-(z @ theta)))
+            hessian = (z.T * (p * (1 - p))) @ z + np.diag(penalty)
+            step = np.linalg.solve(hessian, z.T @ (p - y) + penalty * theta)
+            theta -= step
+            if float(np.max(np.abs(step))) < 1e-10:
+                break
+        shifts, known = theta[d:], np.diag(np.linalg.inv(hessian))[d:]
+        updated = max(float(np.mean(shifts**2 + known)), 1e-6)
+        if abs(updated - variance) < 1e-8:
+            break
+        variance = updated
+    return theta[:d], math.sqrt(variance)
 
 
 def logistic(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 
 from rca.calibration import (
-    PRIOR_SPREAD,
     Calibration,
     Features,
+    apart,
+    case_features,
     expected_calibration_error,
     features,
-    fit,
     shipped,
     trace_features,
 )
@@ -170,19 +169,19 @@ def tied_first(r: CaseResult) -> int:
     return sum(round(v, RANK_PRECISION) == round(values[0], RANK_PRECISION) for v in values)
 
 
-def calibration_rows(evaluation: dict, engine: str = "lats") -> list[tuple[str, str, Features, bool]]:
-    """From an evaluation's JSON (this module's format): per case of `engine`, its dataset,
-    the protocol, the features of its ranking and whether its first place was right."""
+def calibration_rows(
+    evaluation: dict, engine: str = "lats", name: str | None = None
+) -> list[tuple[str, str, Features, bool]]:
+    """From an evaluation's JSON (this module's format): per case of `engine`, its dataset (or
+    `name`, the set the evaluation was saved under), the protocol, the features of its ranking
+    and whether its first place was right."""
     out = []
     for case in evaluation.get("cases", []):
         if case.get("engine") != engine or case.get("error"):
             continue
         ranking = case.get("ranking") or []
-        f = features(
-            [float(c["score"]) for c in ranking], sum(bool(v) for v in (case.get("modalities") or {}).values())
-        )
         right = bool(ranking) and ranking[0]["service"] == case["truth"]["service"]
-        out.append((str(case["dataset"]), str(evaluation.get("protocol", "")), f, right))
+        out.append((name or str(case["dataset"]), str(evaluation.get("protocol", "")), case_features(case), right))
     return out
 
 
@@ -194,15 +193,11 @@ def render_fit(rows: Sequence[tuple[str, str, Features, bool]], calibration: Cal
         groups[(dataset, protocol)].append(i)
     head = f"{'dataset':<20} {'protocol':<36} {'cases':>5} {'AC@1':>6} {'mean p':>6} {'ECE':>6} {'out p':>6} {'out ECE':>7}"
     lines = [head, "-" * len(head)]
-    apart = {
-        d: replace(fit([(f, ok) for dd, _, f, ok in rows if dd != d]), spread=PRIOR_SPREAD)  # a system never seen
-        for d in {r[0] for r in rows}
-        if any(r[0] != d for r in rows)
-    }
+    left_out = apart([(d, f, ok) for d, _, f, ok in rows])  # a system never seen
     for (dataset, protocol), idx in sorted(groups.items()):
         right = [rows[i][3] for i in idx]
         probs = [calibration.probability(rows[i][2]) for i in idx]
-        out = [apart[dataset].probability(rows[i][2]) for i in idx] if dataset in apart else probs
+        out = [left_out[dataset].probability(rows[i][2]) for i in idx] if dataset in left_out else probs
         lines.append(
             f"{dataset:<20} {protocol:<36} {len(idx):>5} {sum(right) / len(idx):>6.3f} "
             f"{sum(probs) / len(idx):>6.3f} {expected_calibration_error(probs, right):>6.3f} "

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rca.calibration import expected_calibration_error
+from rca.calibration import case_features, expected_calibration_error, shipped
 from rca.errors import InputError
 from rca.evaluation.metrics import AuditOutcome, Outcome, auroc, summarise
 from rca.model import FaultType
@@ -37,7 +37,8 @@ class Row:
     ac1: float
     ac3: float
     fault_type: float  # share whose first place carries the true fault type
-    ece: float  # expected calibration error of the first place's probability
+    ece: float  # expected calibration error of the first place's probability, as shipped
+    ece_learnt: float  # the same where each probability learnt from the marks of the cases before it
     likely: float  # share of verdicts said as "Likely"
     likely_right: float | None  # how often those were right; None when none was said
     auroc: float | None  # the audit's trust against a wrong first place, when audited
@@ -77,7 +78,13 @@ def rows(evaluations: Iterable[tuple[str, dict]]) -> list[Row]:
         outcomes = [_outcome(c) for c in cases]
         summary = summarise(set_name, engine, outcomes)
         right = [o.right for o in outcomes]
-        likely = [ok for c, ok in zip(cases, right, strict=True) if c.get("likely")]
+        cal = shipped()
+        feats = [case_features(c) for c in cases]
+        probs = [cal.probability(f) for f in feats]
+        likely = [
+            ok for c, p, ok in zip(cases, probs, right, strict=True) if c.get("tied_first", 1) <= 1 and p >= cal.likely
+        ]
+        learnt = [cal.adapted(list(zip(feats[:i], right[:i], strict=True))).probability(f) for i, f in enumerate(feats)]
         out.append(
             Row(
                 set_name,
@@ -87,7 +94,8 @@ def rows(evaluations: Iterable[tuple[str, dict]]) -> list[Row]:
                 summary.ac1,
                 summary.ac3,
                 summary.fault_acc,
-                expected_calibration_error([float(c["probability"]) for c in cases], right),
+                expected_calibration_error(probs, right),
+                expected_calibration_error(learnt, right),
                 len(likely) / len(cases),
                 sum(likely) / len(likely) if likely else None,
                 auroc(outcomes),
@@ -138,6 +146,7 @@ def render(table: Sequence[Row], *, commands: Sequence[str] = ()) -> str:
         "AC@3",
         "fault type",
         "ECE",
+        "ECE learnt",
         "said Likely",
         "Likely right",
         "audit AUROC",
@@ -157,6 +166,7 @@ def render(table: Sequence[Row], *, commands: Sequence[str] = ()) -> str:
             _f(p.ac3),
             _f(p.fault_type),
             _f(p.ece),
+            _f(p.ece_learnt),
             f"{p.likely:.0%}",
             _f(p.likely_right),
             _f(p.auroc),
@@ -207,8 +217,12 @@ computed from those files, none typed in. Offline, deterministic reasoner, this 
 not land are in [notes/](notes/); the history is in [CHANGELOG.md](../CHANGELOG.md).
 
 Columns: AC@1 and AC@3 = the labelled service first / in the first three; fault type = the first
-place's type is the labelled one; ECE = expected calibration error of the verdict's probability;
-said Likely = share of verdicts headed "Likely", Likely right = how often those were right;
+place's type is the labelled one; ECE = expected calibration error of the verdict's probability
+(the shipped `rca/calibration.json` applied to each saved ranking, as a system never marked is
+shown it); ECE learnt = the same where each probability has learnt from the marks of the set's
+cases before it, as a system whose engineers mark every verdict; said Likely = share of verdicts
+headed "Likely" (no tie at the top, probability at least the calibration's threshold), Likely
+right = how often those were right;
 audit AUROC = the audit's trust ranks right first places above wrong ones (runs with
 `--audit`); s/case = median seconds. The last columns are the baselines' AC@1 on the same
 windows.

@@ -92,7 +92,7 @@ def test_console_session(tmp_path: Path, nezha_slice: Path) -> None:
         "[supervisor] decision" in text
         and "Verdict for Frontend" in text
         and "Reasoning " in text
-        and "Likely cause" in text
+        and ("Likely cause" in text or "Unsure: " in text)  # the headline, as sure as calibration lets it be
     )
     assert asked and f"{asked[0]} is ranked #2" in text
     assert "Re-ranked:" in text and "Repair: S" in text and "Marked correct." in text

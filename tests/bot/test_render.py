@@ -200,7 +200,7 @@ def test_the_headline_says_likely_only_where_earned_and_names_leaders_the_eviden
     tie = Verdict("inv-1", "Frontend", Window(0, 600), level, a)
     assert tie.leaders == (first.service, second.service) and not tie.likely
     head = render.headline(tie)
-    assert head.startswith(f"Unsure: {first.service} or {second.service}")
+    assert head.startswith(f"Unsure: {first.service} (") and head.endswith(f" or {second.service}")
     words = json.dumps(render.verdict(tie)[1])
     assert "Likely cause" not in words and "✅" not in words and "Run checks" in words
 

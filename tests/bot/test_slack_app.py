@@ -89,7 +89,7 @@ def test_rca_end_to_end(tmp_path: Path, nezha_slice: Path) -> None:
             verdict = await slack.wait_for(lambda c: c.method == "chat.postMessage" and REPAIR in blocks_text(c))
             thread = verdict.params["thread_ts"]
             assert VERIFY in blocks_text(verdict) and any(
-                f"Reasoning {w}" in blocks_text(verdict) for w in ("checked", "weak")
+                f"Reasoning {w}" in blocks_text(verdict) for w in ("checked", "weak", "well formed")
             )
             stream = slack.of("chat.startStream")
             assert stream and stream[0].params["thread_ts"] == thread and stream[0].params["recipient_team_id"]

@@ -115,7 +115,7 @@ async def _scenario(tmp: Path, data: Path, port: int, am_url: str, prom_url: str
             lambda c: (
                 c.method == "chat.postMessage"
                 and c.params["channel"] == ORDERS
-                and "Likely cause" in str(c.params.get("text"))
+                and any(head in str(c.params.get("text")) for head in ("Likely cause", "Unsure: "))
             ),
             timeout=120,
         )

@@ -4,46 +4,61 @@ honest about what it cannot tell, and shipped with the package."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rca.calibration import (
     Calibration,
     Features,
+    apart,
     expected_calibration_error,
     features,
     fit,
     likely_threshold,
+    mixed_logistic,
     reliability,
     shipped,
 )
 
 
-def _rows(n: int = 2000, seed: int = 1) -> list[tuple[Features, bool]]:
-    """Outcomes drawn so that a clearer lead is right more often."""
+def _rows(n: int = 2000, seed: int = 1) -> list[tuple[str, Features, bool]]:
+    """Outcomes of one system drawn so that a clearer lead is right more often."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
         conf, margin = rng.uniform(0.02, 0.9), rng.uniform(0.0, 1.0)
-        out.append((Features(conf, margin, 3), rng.random() < 0.3 + 0.6 * margin))
+        out.append(("one", Features(conf, margin, 3), rng.random() < 0.3 + 0.6 * margin))
+    return out
+
+
+def _systems(spread: float, systems: int = 40, n: int = 150, seed: int = 2) -> list[tuple[str, Features, bool]]:
+    """Outcomes of many systems, each with its own shift of the log-odds drawn from a normal of
+    standard deviation `spread`, over one model: log-odds -0.5 + 2 x lead."""
+    rng = random.Random(seed)
+    out = []
+    for s in range(systems):
+        shift = rng.gauss(0.0, spread)
+        for _ in range(n):
+            f = Features(rng.uniform(0.05, 0.9), rng.uniform(0.0, 1.0), 3)
+            out.append((f"s{s}", f, rng.random() < 1.0 / (1.0 + math.exp(-(-0.5 + 2.0 * f.margin + shift)))))
     return out
 
 
 def test_a_fit_is_calibrated_on_what_it_was_fitted_on_and_rises_with_the_lead() -> None:
     rows = _rows()
-    cal = fit(rows)
-    probs = [cal.probability(f) for f, _ in rows]
-    assert expected_calibration_error(probs, [ok for _, ok in rows]) < 0.05
+    cal = replace(fit(rows), spread=0.0)  # on the one system it was fitted on, its shift is known
+    probs = [cal.probability(f) for _, f, _ in rows]
+    assert expected_calibration_error(probs, [ok for _, _, ok in rows]) < 0.05
     assert cal.probability(Features(0.3, 0.9, 3)) > cal.probability(Features(0.3, 0.1, 3))
     assert cal.probability(Features(0.0, 0.0, 3)) == 0.0  # nothing ranked: nothing likely
 
 
 def test_likely_is_the_least_probability_whose_first_places_were_right_95_percent() -> None:
-    import numpy as np
-
     probs = np.array([0.2, 0.5, 0.8, 0.9, 0.95, 0.99])
     right = np.array([0, 1, 0, 1, 1, 1], dtype=float)
     assert likely_threshold(probs, right) == 0.9
@@ -87,7 +102,7 @@ def test_rcabot_calibrate_fits_eval_results_and_refuses_what_is_not_one(tmp_path
         for i in range(60)
     ]
     results = tmp_path / "eval.json"
-    results.write_text(json.dumps({"version": 2, "protocol": "realistic", "cases": cases}))
+    results.write_text(json.dumps({"version": 4, "protocol": "realistic", "cases": cases}))
     out = tmp_path / "cal.json"
     assert main(["calibrate", str(results), "--out", str(out)]) == 0
     written = Calibration.from_json(json.loads(out.read_text()))
@@ -132,10 +147,9 @@ def test_features_round_trip_as_stored() -> None:
 def test_a_system_never_marked_is_as_unsure_as_the_sets_differ_and_marks_sharpen_it() -> None:
     cal = shipped()
     clear = Features(0.35, 0.8, 3)  # a clear first place
-    known = replace(cal, spread=0.0)  # the model on the sets it was fitted on: no shift unknown
-    assert known.probability(clear) >= cal.likely  # likely where rcabot was measured...
-    assert 0.5 < cal.probability(clear) < known.probability(clear)  # ...less sure on a new system
-    assert cal.probability(clear) < cal.likely  # ...and not said as likely there
+    known = replace(cal, spread=0.0)  # a system whose shift is known to be the sets' average
+    assert 0.5 < cal.probability(clear) < known.probability(clear)  # less sure on a new system
+    assert cal.probability(clear) < cal.likely  # and not said as likely there
     assert cal.probability(Features(0.0, 0.0, 3)) == 0.0
     right = cal.adapted([(clear, True)] * 200)
     assert right.marks == 200 and right.spread < cal.spread  # marks narrow what is known
@@ -144,4 +158,44 @@ def test_a_system_never_marked_is_as_unsure_as_the_sets_differ_and_marks_sharpen
     assert wrong.probability(clear) < 0.5
     mixed = [(clear, i % 2 == 0) for i in range(200)]  # marks that surprise the model teach the most
     assert cal.adapted(mixed[:20]).spread > cal.adapted(mixed).spread and cal.adapted(mixed).spread < 0.2
-    assert fit(_rows()).spread == 0.0 and Calibration.from_json(fit(_rows()).to_json()).spread == cal.spread
+    assert Calibration.from_json(cal.to_json()).spread == cal.between  # shipped: as unsure as systems differ
+
+
+def test_the_fit_tells_how_far_systems_differ_from_their_outcomes() -> None:
+    """Systems drawn with shifts of spread 0, 1 and 2 logits: the fitted spread follows, the
+    weights are the model's, and one system alone cannot tell it (the prior's spread)."""
+    fitted = [fit(_systems(spread)).between for spread in (0.0, 1.0, 2.0)]
+    assert fitted[0] < 0.3 and 0.7 < fitted[1] < 1.3 and 1.5 < fitted[2] < 2.6
+    rows = _systems(1.0)
+    x = np.array([f.vector() for _, f, _ in rows])
+    y = np.array([1.0 if ok else 0.0 for *_, ok in rows])
+    w, _ = mixed_logistic(x, y, np.array([int(s[1:]) for s, _, _ in rows]))
+    assert w[2] == pytest.approx(2.0, abs=0.3) and w[1] == pytest.approx(0.0, abs=0.3)
+    assert fit(_rows()).between == 1.0
+
+
+def test_a_system_left_out_is_fitted_on_the_others_only() -> None:
+    rows = [*_systems(1.0, systems=3, n=200), *(("odd", f, True) for _, f, _ in _systems(0.0, systems=1, n=200))]
+    left_out = apart(rows)
+    assert sorted(left_out) == ["odd", "s0", "s1", "s2"]
+    f = Features(0.3, 0.5, 3)
+    # always right, "odd" lifts every fit it is in above the one it is left out of
+    assert left_out["odd"].probability(f) < min(left_out[s].probability(f) for s in ("s0", "s1", "s2"))
+    assert apart(_rows()) == {}
+
+
+def test_the_shipped_calibration_is_the_fit_of_the_saved_results() -> None:
+    """What the verdict's probability is fitted on is what the results page shows: a shipped
+    calibration left behind by the engine it was fitted for fails here (`make results` refits)."""
+    from rca.evaluation.report import calibration_rows
+    from rca.evaluation.results import saved
+
+    rows = [
+        (name, f, ok)
+        for name, evaluation in saved(Path(__file__).parents[2] / "results")
+        for name, _, f, ok in calibration_rows(evaluation, "lats", name)
+    ]
+    refit, cal = fit(rows), shipped()
+    assert cal.weights == pytest.approx(refit.weights, abs=1e-9)
+    assert (cal.between, cal.likely) == pytest.approx((refit.between, refit.likely), abs=1e-9)
+    assert cal.fitted_on.startswith(f"{len(rows)} first places of lats")
