@@ -63,7 +63,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "answers",
-        "A callee whose anomaly began well after an anomalous caller's is answering the caller's changed calls.",
+        "A callee whose anomaly began well after an anomalous caller's work (its calls, answers and logs, "
+        "not its process's own resources) is answering the caller's changed calls.",
     ),
     Rule(
         "changes",
