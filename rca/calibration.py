@@ -168,13 +168,13 @@ def fit(rows: Sequence[tuple[str, Features, bool]], *, fitted_on: str = "") -> C
     over the spread between systems, as a system never marked is shown them."""
     if not rows:
         raise ValueError("no evaluated first places to fit on")
-    names = sorted({system for system, _, _ in rows})
+    index = {system: i for i, system in enumerate(sorted({system for system, _, _ in rows}))}
     x = np.array([f.vector() for _, f, _ in rows])
     y = np.array([1.0 if right else 0.0 for _, _, right in rows])
-    if len(names) < 2:
+    if len(index) < 2:
         w, between = logistic(x, y), PRIOR_SPREAD
     else:
-        w, between = mixed_logistic(x, y, np.array([names.index(system) for system, _, _ in rows]))
+        w, between = mixed_logistic(x, y, np.array([index[system] for system, _, _ in rows]))
     model = Calibration(tuple(float(v) for v in w), 1.0, fitted_on, spread=between, between=between)
     probs = np.array([model.probability(f) for _, f, _ in rows])
     return replace(model, likely=likely_threshold(probs, y))
@@ -201,13 +201,7 @@ def mixed_logistic(x: np.ndarray, y: np.ndarray, system: np.ndarray) -> tuple[np
     theta, variance = np.zeros(d + g), PRIOR_SPREAD**2
     for _ in range(200):
         penalty = np.concatenate([np.full(d, _RIDGE), np.full(g, 1.0 / variance)])
-        for _ in range(100):
-            p = 1.0 / (1.0 + np.exp(-(z @ theta)))
-            hessian = (z.T * (p * (1 - p))) @ z + np.diag(penalty)
-            step = np.linalg.solve(hessian, z.T @ (p - y) + penalty * theta)
-            theta -= step
-            if float(np.max(np.abs(step))) < 1e-10:
-                break
+        theta, hessian = _newton(z, y, penalty, theta)
         shifts, known = theta[d:], np.diag(np.linalg.inv(hessian))[d:]
         updated = max(float(np.mean(shifts**2 + known)), 1e-6)
         if abs(updated - variance) < 1e-8:
@@ -219,14 +213,22 @@ def mixed_logistic(x: np.ndarray, y: np.ndarray, system: np.ndarray) -> tuple[np
 def logistic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The weights of a logistic model of y (0 or 1) on the rows of x (Newton's method, with
     a whisper of ridge so a feature that separates perfectly stays finite)."""
-    w = np.zeros(x.shape[1])
+    return _newton(x, y, np.full(x.shape[1], _RIDGE), np.zeros(x.shape[1]))[0]
+
+
+def _newton(x: np.ndarray, y: np.ndarray, penalty: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The weights of most penalised likelihood of a logistic model of y on the rows of x, each
+    weight shrunk by its `penalty` (a normal prior of that precision), by Newton's method from
+    `start`; and the penalised likelihood's curvature there (how far each weight is known)."""
+    w = start.copy()
     for _ in range(100):
         p = 1.0 / (1.0 + np.exp(-(x @ w)))
-        step = np.linalg.solve((x.T * (p * (1 - p))) @ x + _RIDGE * np.eye(w.size), x.T @ (p - y) + _RIDGE * w)
+        hessian = (x.T * (p * (1 - p))) @ x + np.diag(penalty)
+        step = np.linalg.solve(hessian, x.T @ (p - y) + penalty * w)
         w -= step
         if float(np.max(np.abs(step))) < 1e-10:
             break
-    return w
+    return w, hessian
 
 
 def likely_threshold(probs: np.ndarray, right: np.ndarray, accuracy: float = LIKELY_ACCURACY) -> float:

@@ -74,11 +74,11 @@ def rows(evaluations: Iterable[tuple[str, dict]]) -> list[Row]:
         for case in data["cases"]:
             groups[(set_name, str(data.get("protocol") or "realistic"), case["engine"])].append(case)
     out = []
+    cal = shipped()
     for (set_name, protocol, engine), cases in groups.items():
         outcomes = [_outcome(c) for c in cases]
         summary = summarise(set_name, engine, outcomes)
         right = [o.right for o in outcomes]
-        cal = shipped()
         feats = [case_features(c) for c in cases]
         probs = [cal.probability(f) for f in feats]
         likely = [
