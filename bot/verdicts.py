@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rca.calibration import Calibration, features, shipped
+from rca.calibration import Calibration, Features, features, shipped
 from rca.decision import tied
 from rca.errors import InputError
 from rca.explain import ChartRequest
@@ -86,8 +86,13 @@ class Verdict:
     def probability(self) -> float:
         """How often first places like this one were right (rca.calibration, as shipped, then
         shifted by what engineers marked of earlier verdicts)."""
+        return self.calibrated.probability(self.features)
+
+    @property
+    def features(self) -> Features:
+        """What the calibration reads of the verdict's ranking."""
         confidences = [confidence for _, _, confidence, _ in self.trace.decision.ranking]
-        return self.calibrated.probability(features(confidences, sum(self.trace.evidence_package.modalities.values())))
+        return features(confidences, sum(self.trace.evidence_package.modalities.values()))
 
     @property
     def leaders(self) -> tuple[str, ...]:
@@ -98,7 +103,7 @@ class Verdict:
     def likely(self) -> bool:
         """Whether the first place may be called likely: no tie at the top, and first places
         like it were right at least 95 % of the time."""
-        return len(self.leaders) <= 1 and self.probability >= self.calibrated.likely
+        return self.calibrated.says_likely(self.features, len(self.leaders))
 
 
 @dataclass(frozen=True, slots=True)

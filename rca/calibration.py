@@ -112,6 +112,11 @@ class Calibration:
         logit = float(np.dot(self.weights, f.vector())) + self.offset + self.spread * _NODES
         return float(np.dot(_WEIGHTS, 1.0 / (1.0 + np.exp(-np.clip(logit, -500.0, 500.0)))))
 
+    def says_likely(self, f: Features, tied: int) -> bool:
+        """Whether a first place with these features may be called likely: no tie at the top
+        (`tied`: how many share it), and a probability of at least `likely`."""
+        return tied <= 1 and self.probability(f) >= self.likely
+
     def adapted(self, marks: Sequence[tuple[Features, bool]]) -> Calibration:
         """This calibration with its log-odds shifted to a system's marked verdicts (features,
         right?): the shift of most posterior weight under a normal prior of the spread

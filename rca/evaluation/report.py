@@ -142,7 +142,7 @@ def said_likely(r: CaseResult, calibration: Calibration | None = None) -> bool:
     """Whether the verdict would call the case's first place likely, as the bot's verdict
     decides it: no tie at the top, and a probability of at least the calibration's `likely`."""
     cal = calibration or shipped()
-    return tied_first(r) <= 1 and cal.probability(features_of(r)) >= cal.likely
+    return cal.says_likely(features_of(r), tied_first(r))
 
 
 def ece_floor(probs: Sequence[float], draws: int = 400) -> float:

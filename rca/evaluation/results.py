@@ -82,7 +82,7 @@ def rows(evaluations: Iterable[tuple[str, dict]]) -> list[Row]:
         feats = [case_features(c) for c in cases]
         probs = [cal.probability(f) for f in feats]
         likely = [
-            ok for c, p, ok in zip(cases, probs, right, strict=True) if c.get("tied_first", 1) <= 1 and p >= cal.likely
+            ok for c, f, ok in zip(cases, feats, right, strict=True) if cal.says_likely(f, c.get("tied_first", 1))
         ]
         learnt = [cal.adapted(list(zip(feats[:i], right[:i], strict=True))).probability(f) for i, f in enumerate(feats)]
         out.append(
