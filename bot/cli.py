@@ -202,6 +202,11 @@ def _parser() -> argparse.ArgumentParser:
         "--harmless", type=int, default=0, help="harmless deploys to bystander services per shop (default 0)"
     )
 
+    nm = lab_sub.add_parser(
+        "normal", help="keep each recording's warm-up as its fault-free stretch (recordings made before it was kept)"
+    )
+    nm.add_argument("recordings", type=Path, nargs="+", help="lab-<seed>/ folders, or folders holding them")
+
     co = sub.add_parser("console", help="the Slack experience in a terminal: /rca, repair, verify, questions")
     co.add_argument(
         "--data", type=Path, help="a recorded dataset to replay (default: RCABOT_DATA or the embedded incident)"

@@ -93,6 +93,8 @@ async def _incident_from(args: argparse.Namespace) -> tuple[Incident, LiveConfig
 
 
 async def do_lab(args: argparse.Namespace) -> int:
+    if args.lab_command == "normal":
+        return _keep_normal(args.recordings)
     from lab.faults import FAMILIES  # the lab's own dependencies: only for `rcabot lab`
     from lab.record import record, seeds_of
 
@@ -141,6 +143,18 @@ async def do_lab(args: argparse.Namespace) -> int:
         f"evaluate: rcabot eval {args.out} --engine lats,baro,linear-multi"
     )
     return 0 if len(done) == len(seeds) else 1
+
+
+def _keep_normal(paths: list[Path]) -> int:
+    from lab.normal import keep_normal
+
+    recordings = sorted({p.parents[2] for path in paths for p in path.glob("**/rca_data/*/lab-fault_list.json")})
+    if not recordings:
+        raise InputError(f"no lab recording (rca_data/<day>/lab-fault_list.json) under {', '.join(map(str, paths))}")
+    for recording in recordings:
+        kept = keep_normal(recording)
+        print(f"{recording}: {len(kept)} minute files of its warm-up kept as construct_data")
+    return 0
 
 
 def _duration_range(text: str, flag: str) -> tuple[float, float]:

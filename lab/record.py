@@ -11,6 +11,7 @@ reads:
     OUT/lab-<seed>/rca_data/<day>/{metric,log,trace}/...   the telemetry
     OUT/lab-<seed>/rca_data/<day>/lab-fault_list.json      the labels, apart from it
     OUT/lab-<seed>/rca_data/<day>/changes.jsonl            the changes made, as a deploy pipeline posts them
+    OUT/lab-<seed>/construct_data/<day>/{log,trace}/...    the warm-up's, a fault-free stretch (lab.normal)
     OUT/lab-<seed>/lab.json                                the shop, its schedule, what was missing
 
 A deploy restarts the service's process as a new version (the old one stopped, the new one
@@ -54,6 +55,7 @@ from lab.faults import (
     bystander_changes,
     schedule,
 )
+from lab.normal import keep_normal
 from lab.processes import binaries, free_port, wait_ready
 from lab.shop import STORE_PORTS, Shop, draw_shop
 from rca.changes import Change, ChangeKind, write_changes
@@ -541,6 +543,7 @@ def record_shop(
         staging = out / ".runs" / f"lab-{seed}.saving"
         shutil.rmtree(staging, ignore_errors=True)
         asyncio.run(save(lab, span, labels, staging, changes))
+    keep_normal(staging)  # the warm-up, kept apart as the layout's fault-free stretch
     meta = {
         "seed": seed,
         "shop": json.loads(shop.to_json()),
