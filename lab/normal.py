@@ -36,21 +36,27 @@ def first_event(recording: Path) -> float | None:
 
 def keep_normal(recording: Path) -> list[Path]:
     """Copy the log and trace minute files of a lab recording (OUT/lab-<seed>) that end before its
-    first fault or change into construct_data/<day>/; returns the files written. Running it
+    first fault or change into construct_data/<day>/, for each day it spans (one that runs past
+    midnight reads the same stretch on its second day); returns the files written. Running it
     again writes the same files; a recording with neither fault nor change keeps nothing."""
     first = first_event(recording)
     if first is None:
         return []
+    days = sorted(p for p in (recording / "rca_data").iterdir() if p.is_dir())
+    kept = [
+        path
+        for day in days
+        for modality in MODALITIES
+        for path in sorted((day / modality).glob(f"*_{modality}.csv*"))
+        if _minute_start(day.name, path.name) + MINUTE <= first
+    ]
     written = []
-    for day in sorted(p for p in (recording / "rca_data").iterdir() if p.is_dir()):
-        for modality in MODALITIES:
-            for path in sorted((day / modality).glob(f"*_{modality}.csv*")):
-                if _minute_start(day.name, path.name) + MINUTE > first:
-                    continue
-                target = recording / "construct_data" / day.name / modality / path.name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target)
-                written.append(target)
+    for day in days:  # each day's incidents read the stretch (the reader takes a day's construct_data)
+        for path in kept:
+            target = recording / "construct_data" / day.name / path.parent.name / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+            written.append(target)
     return written
 
 

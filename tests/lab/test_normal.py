@@ -68,6 +68,13 @@ def test_a_change_before_the_first_fault_ends_the_stretch(recording: Path) -> No
     assert max(_minute_start(p) for p in kept) + 120 > first - 240  # up to the change, not short of it
 
 
+def test_a_recording_that_runs_past_midnight_reads_the_stretch_on_its_second_day(recording: Path) -> None:
+    (recording / "rca_data" / "2026-12-04").mkdir()
+    kept = keep_normal(recording)
+    first_day = {p.name for p in kept if p.parents[1].name == "2026-12-03"}
+    assert first_day and {p.name for p in kept if p.parents[1].name == "2026-12-04"} == first_day
+
+
 def test_a_recording_without_faults_or_changes_keeps_nothing(recording: Path) -> None:
     for path in recording.glob("rca_data/*/lab-fault_list.json"):
         path.write_text("{}\n")
