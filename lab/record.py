@@ -543,7 +543,7 @@ def record_shop(
         staging = out / ".runs" / f"lab-{seed}.saving"
         shutil.rmtree(staging, ignore_errors=True)
         asyncio.run(save(lab, span, labels, staging, changes))
-    keep_normal(staging)  # the warm-up, kept apart as the layout's fault-free stretch
+    kept = keep_normal(staging)  # the warm-up, kept apart as the layout's fault-free stretch
     meta = {
         "seed": seed,
         "shop": json.loads(shop.to_json()),
@@ -556,7 +556,10 @@ def record_shop(
     (staging / "lab.json").write_text(json.dumps(meta, indent=1) + "\n")
     staging.rename(target)
     shutil.rmtree(workdir, ignore_errors=True)
-    progress(f"lab-{seed}: recorded {len(labels)} incidents in {target} (answers {counts})")
+    progress(
+        f"lab-{seed}: recorded {len(labels)} incidents in {target} (answers {counts}; "
+        f"{len(kept)} minute files of the warm-up kept as its fault-free stretch)"
+    )
     return target
 
 

@@ -44,6 +44,7 @@ def test_a_recorded_cpu_hog_is_labelled_read_back_and_named(prometheus: None, tm
     before = _lab_processes()
     out = record_shop(shop, plan, tmp_path, warmup=45.0, tail=10.0, rate=8.0, progress=lines.append)
     assert out == tmp_path / "lab-7" and any("fault 1/1 cpu" in line for line in lines)
+    assert any("of the warm-up kept as its fault-free stretch" in line for line in lines)  # lab.normal
     # nothing of the run is left: no service process, no raw run folder, no Prometheus data
     assert _lab_processes() == before
     assert not any((tmp_path / ".runs").iterdir())
