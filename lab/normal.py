@@ -10,12 +10,12 @@ whole minutes are kept as the recording's construct_data.
 
 from __future__ import annotations
 
-import json
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 from rca.sources.change_files import CHANGES_FILE, read_changes
+from rca.sources.nezha import load_nezha
 
 MODALITIES = ("log", "trace")  # what the layout keeps apart (metrics are read from the hour before)
 MINUTE = 60.0
@@ -24,12 +24,7 @@ MINUTE = 60.0
 def first_event(recording: Path) -> float | None:
     """When a lab recording's first fault or change was made (its labels and change journal),
     None where it holds neither."""
-    times = [
-        float(fault["inject_timestamp"])
-        for path in recording.glob("rca_data/*/lab-fault_list.json")
-        for faults in json.loads(path.read_text()).values()
-        for fault in faults
-    ]
+    times = [case.label.start for case in load_nezha(recording) if case.label.start is not None]
     times += [c.time for path in recording.glob(f"rca_data/*/{CHANGES_FILE}") for c in read_changes(path)]
     return min(times, default=None)
 

@@ -3,7 +3,6 @@ fault or change, read back by the Nezha reader as normal behaviour."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,13 +25,8 @@ def recording(tmp_path: Path) -> Path:
     return out
 
 
-def _labels(recording: Path) -> list[dict[str, str]]:
-    return [
-        fault
-        for path in recording.glob("rca_data/*/lab-fault_list.json")
-        for faults in json.loads(path.read_text()).values()
-        for fault in faults
-    ]
+def _first_fault(recording: Path) -> float:
+    return min(c.label.start for c in find_cases(recording) if c.label.start is not None)
 
 
 def _minute_start(path: Path) -> float:
@@ -42,7 +36,7 @@ def _minute_start(path: Path) -> float:
 
 
 def test_only_minutes_that_end_before_the_first_fault_are_kept(recording: Path) -> None:
-    first = min(float(f["inject_timestamp"]) for f in _labels(recording))
+    first = _first_fault(recording)
     assert first_event(recording) == first
     kept = keep_normal(recording)
     assert kept and {p.parent.name for p in kept} == {"log", "trace"}
@@ -59,7 +53,7 @@ def test_only_minutes_that_end_before_the_first_fault_are_kept(recording: Path) 
 
 
 def test_a_change_before_the_first_fault_ends_the_stretch(recording: Path) -> None:
-    first = min(float(f["inject_timestamp"]) for f in _labels(recording))
+    first = _first_fault(recording)
     change = Change("cart", ChangeKind.DEPLOY, first - 240, before="1", after="2", who="ci")
     write_changes([change], next((recording / "rca_data").iterdir()) / CHANGES_FILE)
     assert first_event(recording) == pytest.approx(first - 240, abs=1)
