@@ -11,14 +11,13 @@ whole minutes are kept as the recording's construct_data.
 from __future__ import annotations
 
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 
 from rca.sources.change_files import CHANGES_FILE, read_changes
 from rca.sources.nezha import load_nezha
+from rca.sources.nezha_folder import minute_of
 
 MODALITIES = ("log", "trace")  # what the layout keeps apart (metrics are read from the hour before)
-MINUTE = 60.0
 
 
 def first_event(recording: Path) -> float | None:
@@ -43,7 +42,7 @@ def keep_normal(recording: Path) -> list[Path]:
         for day in days
         for modality in MODALITIES
         for path in sorted((day / modality).glob(f"*_{modality}.csv*"))
-        if _minute_start(day.name, path.name) + MINUTE <= first
+        if (minute := minute_of(path, day.name)) is not None and minute.end <= first
     ]
     written = []
     for day in days:  # each day's incidents read the stretch (the reader takes a day's construct_data)
@@ -53,9 +52,3 @@ def keep_normal(recording: Path) -> list[Path]:
             shutil.copyfile(path, target)
             written.append(target)
     return written
-
-
-def _minute_start(day: str, name: str) -> float:
-    """The start of a minute file `HH_MM_<modality>.csv[.gz]` of `day` (YYYY-MM-DD), in epoch seconds."""
-    hour, minute = name.split("_")[:2]
-    return datetime.strptime(f"{day} {hour}:{minute}", "%Y-%m-%d %H:%M").replace(tzinfo=UTC).timestamp()

@@ -4,7 +4,6 @@ fault or change, read back by the Nezha reader as normal behaviour."""
 from __future__ import annotations
 
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from rca.changes import Change, ChangeKind, write_changes
 from rca.model import Modality
 from rca.sources.change_files import CHANGES_FILE
 from rca.sources.datasets import find_cases
+from rca.sources.nezha_folder import minute_of
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "lab-0"
 
@@ -30,9 +30,9 @@ def _first_fault(recording: Path) -> float:
 
 
 def _minute_start(path: Path) -> float:
-    hour, minute = path.name.split("_")[:2]
-    when = datetime.strptime(f"{path.parents[1].name} {hour}:{minute}", "%Y-%m-%d %H:%M")
-    return when.replace(tzinfo=UTC).timestamp()
+    minute = minute_of(path, path.parents[1].name)
+    assert minute is not None
+    return minute.start
 
 
 def test_only_minutes_that_end_before_the_first_fault_are_kept(recording: Path) -> None:
