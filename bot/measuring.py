@@ -29,7 +29,7 @@ from rca.evaluation.report import (
     summaries,
     to_json,
 )
-from rca.evaluation.results import page, plot, read, saved
+from rca.evaluation.results import lab_page, lab_pool, page, plot, read, saved
 from rca.evaluation.results import rows as results_rows
 from rca.evaluation.star_eval import evaluate_star
 from rca.evaluation.star_eval import render as render_star
@@ -97,15 +97,26 @@ async def do_eval(args: argparse.Namespace) -> int:
 
 
 def do_report(args: argparse.Namespace) -> int:
-    table = results_rows(saved(args.results))
+    evaluations = saved(args.results)
+    table = results_rows(evaluations, pool=lab_pool)
     if args.plot:
         args.plot.write_bytes(plot(table))
-    text = page(table, plot_name=os.path.relpath(args.plot, args.out.parent) if args.plot and args.out else None)
+    each = results_rows(evaluations)
+    pooled = any(r.set != lab_pool(r.set) for r in each)
+    lab = args.out.with_name(f"{args.out.stem}-lab.md") if args.out and pooled else None
+    text = page(
+        table,
+        plot_name=os.path.relpath(args.plot, args.out.parent) if args.plot and args.out else None,
+        lab_page=lab.name if lab else None,
+    )
     if args.out:
         args.out.write_text(text)
         print(f"wrote {args.out} ({len(table)} rows from {args.results})")
     else:
         print(text, end="")
+    if lab:
+        lab.write_text(lab_page(each))
+        print(f"wrote {lab} ({sum(r.set != lab_pool(r.set) for r in each)} rows)")
     return 0
 
 

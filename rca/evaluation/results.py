@@ -12,7 +12,7 @@ import gzip
 import io
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,8 @@ from rca.model import FaultType
 PRODUCT_ENGINE = "lats"  # the engine the bot runs: its trust columns are the verdict's
 BASELINES = ("linear-multi", "baro")  # shown beside it, first place only
 OLDEST_FORMAT = 4  # the first format that says whether the verdict called it likely
+LAB_PREFIX = "lab-"  # scripts/results.sh saves each lab recording as results/lab-<name>/
+LAB_POOL = "lab, pooled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,24 +69,30 @@ def saved(root: Path) -> list[tuple[str, dict]]:
     return [(f.parent.name, read(f)) for f in files]
 
 
-def rows(evaluations: Iterable[tuple[str, dict]]) -> list[Row]:
-    """A row per (set, protocol, engine) over every case saved for it."""
+def rows(evaluations: Iterable[tuple[str, dict]], *, pool: Callable[[str], str] = lambda name: name) -> list[Row]:
+    """A row per (set, protocol, engine) over every case saved for it; with `pool`, a row per
+    (pool(set), protocol, engine) over the sets it pools. A probability learns only from the
+    marks of its own set's cases before it, pooled or not: each set is its own system."""
     groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for set_name, data in evaluations:
         for case in data["cases"]:
             groups[(set_name, str(data.get("protocol") or "realistic"), case["engine"])].append(case)
-    out = []
     cal = shipped()
+    pooled: dict[tuple[str, str, str], list[_Read]] = defaultdict(list)
     for (set_name, protocol, engine), cases in groups.items():
-        outcomes = [_outcome(c) for c in cases]
+        feats = [case_features(c) for c in cases]
+        right = [_outcome(c).right for c in cases]
+        for i, (c, f) in enumerate(zip(cases, feats, strict=True)):
+            learnt = cal.adapted(list(zip(feats[:i], right[:i], strict=True))).probability(f)
+            pooled[(pool(set_name), protocol, engine)].append(
+                _Read(_outcome(c), cal.probability(f), learnt, cal.says_likely(f, c.get("tied_first", 1)))
+            )
+    out = []
+    for (set_name, protocol, engine), reads in pooled.items():
+        outcomes = [r.outcome for r in reads]
         summary = summarise(set_name, engine, outcomes)
         right = [o.right for o in outcomes]
-        feats = [case_features(c) for c in cases]
-        probs = [cal.probability(f) for f in feats]
-        likely = [
-            ok for c, f, ok in zip(cases, feats, right, strict=True) if cal.says_likely(f, c.get("tied_first", 1))
-        ]
-        learnt = [cal.adapted(list(zip(feats[:i], right[:i], strict=True))).probability(f) for i, f in enumerate(feats)]
+        likely = [r.outcome.right for r in reads if r.likely]
         out.append(
             Row(
                 set_name,
@@ -94,15 +102,32 @@ def rows(evaluations: Iterable[tuple[str, dict]]) -> list[Row]:
                 summary.ac1,
                 summary.ac3,
                 summary.fault_acc,
-                expected_calibration_error(probs, right),
-                expected_calibration_error(learnt, right),
-                len(likely) / len(cases),
+                expected_calibration_error([r.probability for r in reads], right),
+                expected_calibration_error([r.learnt for r in reads], right),
+                len(likely) / len(reads),
                 sum(likely) / len(likely) if likely else None,
                 auroc(outcomes),
                 summary.median_seconds,
             )
         )
     return sorted(out, key=lambda r: (r.set, _protocol_order(r.protocol), r.engine))
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """One saved case as the page reads it: its outcome, the probability shown (as shipped, and
+    learnt from its set's earlier marks) and whether the verdict said "Likely"."""
+
+    outcome: Outcome
+    probability: float
+    learnt: float
+    likely: bool
+
+
+def lab_pool(set_name: str) -> str:
+    """The lab's recordings pooled into one row: each is a fresh system of a few incidents, too
+    few to read alone (the per-set rows are on the lab's own page)."""
+    return LAB_POOL if set_name.startswith(LAB_PREFIX) else set_name
 
 
 def _outcome(case: dict) -> Outcome:
@@ -229,10 +254,34 @@ windows.
 """
 
 
-def page(table: Sequence[Row], *, plot_name: str | None = None) -> str:
-    """The whole results page."""
-    sets = sorted({r.set for r in table})
-    body = [PAGE_HEAD, f"Sets: {', '.join(sets)}.", "", render(table)]
+def page(table: Sequence[Row], *, plot_name: str | None = None, lab_page: str | None = None) -> str:
+    """The whole results page, from rows with the lab pooled (`rows(..., pool=lab_pool)`);
+    `lab_page` names the page of the lab's sets one by one, where there is one."""
+    sets = sorted({r.set for r in table} - {LAB_POOL})
+    body = [PAGE_HEAD, f"Sets: {', '.join(sets)}."]
+    if any(r.set == LAB_POOL for r in table):
+        where = f" ([{lab_page}]({lab_page}) has each set's rows)" if lab_page else ""
+        body.append(
+            f"`{LAB_POOL}`: every recording of the lab (docs/lab.md), each a fresh system no rule was"
+            f" written on, pooled case by case{where}."
+        )
+    body += ["", render(table)]
     if plot_name:
         body += ["", f"![AC@1 per set and protocol]({plot_name})"]
     return "\n".join(body) + "\n"
+
+
+LAB_HEAD = """# Results: the lab's recordings, set by set
+
+Generated with [results.md](results.md) by `make results`, from the same saved answers and
+with the same columns; there the sets are pooled. Each set is one `rcabot lab record` of a few
+fresh systems (docs/lab.md); a set's figures move by 0.05 with each case of 20.
+"""
+
+
+def lab_page(table: Sequence[Row]) -> str:
+    """The lab's sets one by one (rows as `rows` gives them, unpooled), columns as on the
+    results page."""
+    lab = [r for r in table if r.set.startswith(LAB_PREFIX)]
+    sets = sorted({r.set for r in lab})
+    return "\n".join([LAB_HEAD, f"Sets: {', '.join(sets)}.", "", render(lab)]) + "\n"

@@ -14,7 +14,7 @@ from rca.errors import InputError
 from rca.evaluation.harness import CaseResult
 from rca.evaluation.metrics import Outcome
 from rca.evaluation.report import summaries, to_json
-from rca.evaluation.results import page, plot, rows, saved
+from rca.evaluation.results import LAB_POOL, lab_page, lab_pool, page, plot, rows, saved
 from rca.model import Candidate, CaseId, Diagnosis, FaultType
 
 
@@ -81,3 +81,31 @@ def test_the_same_table_draws_the_same_bytes(tmp_path: Path) -> None:
     (tmp_path / "lab" / "realistic.json").write_text(json.dumps(to_json(_results(4), protocol="realistic")))
     table = rows(saved(tmp_path))
     assert plot(table) == plot(table)
+
+
+def _save(root: Path, set_name: str, results: list[CaseResult], protocol: str = "realistic") -> None:
+    (root / set_name).mkdir(parents=True, exist_ok=True)
+    (root / set_name / f"{protocol}.json").write_text(json.dumps(to_json(results, protocol=protocol)))
+
+
+def test_the_lab_pools_case_by_case_and_each_set_learns_alone(tmp_path: Path) -> None:
+    """The pooled lab row is the eval's figures over the union of the lab's cases; a probability
+    learns from its own set's marks only, so which set is read first changes nothing."""
+    a, b = _results(5), _results(6)
+    for root, names in ((tmp_path / "ab", ("lab-a", "lab-b")), (tmp_path / "ba", ("lab-b", "lab-a"))):
+        _save(root, names[0], a)
+        _save(root, names[1], b)
+        _save(root, "trainticket", _results(7))
+    pooled = rows(saved(tmp_path / "ab"), pool=lab_pool)
+    assert {r.set for r in pooled} == {LAB_POOL, "trainticket"}
+    union = {s.engine: s for s in summaries(a + b) if s.group == "all"}
+    for r in (r for r in pooled if r.set == LAB_POOL):
+        assert r.cases == 80
+        assert r.ac1 == pytest.approx(union[r.engine].ac1)
+        assert r.fault_type == pytest.approx(union[r.engine].fault_acc)
+    assert pooled == rows(saved(tmp_path / "ba"), pool=lab_pool)
+    each = rows(saved(tmp_path / "ab"))
+    assert {r.set for r in each} == {"lab-a", "lab-b", "trainticket"}
+    text, lab = page(pooled, lab_page="results-lab.md"), lab_page(each)
+    assert f"| {LAB_POOL} | realistic | 80 |" in text and "(results-lab.md)" in text
+    assert "| lab-a | realistic | 40 |" in lab and "trainticket" not in lab
