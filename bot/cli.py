@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from bot import commands, measuring
+from bot import commands, lab_command, measuring
 from rca.engines import engine_names
 from rca.engines.lats import ABLATIONS
 from rca.errors import RcaError
@@ -270,7 +270,7 @@ async def _run(args: argparse.Namespace) -> int:
         case "backfill-prometheus":
             return await commands.do_backfill(args)
         case "lab":
-            return await commands.do_lab(args)
+            return await lab_command.do_lab(args)
     raise AssertionError(args.command)
 
 
