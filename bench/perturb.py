@@ -1,6 +1,6 @@
 """Do the scoring constants sit on a peak fitted to the development cases?
 
-Every constant of the hypothesis value (rca.hypotheses.ScoringConfig and its fault model:
+Every constant of the hypothesis value (rca.rules.config.ScoringConfig and its fault model:
 weights, shares, ratios, component scales, specificities, recipe weights) is scaled by its
 own random factor drawn uniformly within +-SPREAD, jointly, DRAWS times; each draw re-scores
 every case. Printed per dataset: AC@1 with the shipped constants, and the median, quartiles
@@ -39,9 +39,10 @@ from rca.evaluation.protocols import parse_protocol
 from rca.evidence import Evidence
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import NO_GAPS, GapShare
-from rca.hypotheses import ScoringConfig, score_hypotheses
+from rca.hypotheses import score_hypotheses
 from rca.model import IncidentCase, Label, Modality
 from rca.rules import parse_rules
+from rca.rules.config import ScoringConfig
 from rca.sources.datasets import find_cases
 from rca.telemetry import Window
 

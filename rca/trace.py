@@ -20,8 +20,9 @@ from rca.changes import Change
 from rca.decision import decide
 from rca.evidence import Evidence, EvidenceId, earliest_onsets
 from rca.evidence.traces import NO_GAPS, GapShare
-from rca.hypotheses import Hypothesis, HypothesisId, ScoringConfig, score_hypotheses
+from rca.hypotheses import Hypothesis, HypothesisId, score_hypotheses
 from rca.model import Cost, Modality
+from rca.rules.config import ScoringConfig
 from rca.telemetry import Window
 from rca.topology import in_causal_order
 

@@ -58,8 +58,8 @@ from rca.evaluation.reasoning_errors import (
     renamed_ids,
 )
 from rca.evidence import EvidenceId
-from rca.hypotheses import ScoringConfig
 from rca.model import IncidentCase
+from rca.rules.config import ScoringConfig
 from rca.star.audit import Audit, Route, audit
 from rca.star.context import audit_context
 from rca.star.patches import RepairContext

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rca.hypotheses import ScoringConfig
+from rca.rules.config import ScoringConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,10 @@ import networkx as nx
 
 from rca.changes import Change, ChangeKind
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
-from rca.hypotheses import Hypothesis, ScoringConfig, score_hypotheses
+from rca.hypotheses import Hypothesis, score_hypotheses
 from rca.model import FaultType, Modality
 from rca.rules.background import keep_what_stands_out
+from rca.rules.config import ScoringConfig
 from rca.rules.timing import ASKED_LATE, reference, weight
 from rca.signals import Signal
 from rca.telemetry import Window

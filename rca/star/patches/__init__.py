@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rca.hypotheses import Hypothesis, ScoringConfig
+from rca.hypotheses import Hypothesis
+from rca.rules.config import ScoringConfig
 from rca.star.criteria import AuditContext
 from rca.trace import EvidencePackage, Trace, hypothesis_set, replay
 

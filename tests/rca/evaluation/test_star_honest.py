@@ -166,7 +166,7 @@ def test_another_equally_short_path_is_a_harmless_rewrite() -> None:
 
 def test_independent_replays_are_reproducible_draws_within_the_spread() -> None:
     from rca.evaluation.star_honest import sampled
-    from rca.hypotheses import ScoringConfig
+    from rca.rules.config import ScoringConfig
 
     base = ScoringConfig()
     assert sampled("case/1/clean", 0.0)() == base  # spread 0: the function that built the trace
@@ -185,7 +185,7 @@ def test_every_replay_of_a_repair_scores_with_the_contexts_reading(real: tuple[T
 
     from rca.evaluation.reasoning_errors import neighbouring_fault_type
     from rca.evaluation.star_honest import replay_localise
-    from rca.hypotheses import ScoringConfig
+    from rca.rules.config import ScoringConfig
     from rca.star.audit import Route
     from rca.star.patches import RepairContext
     from rca.star.repair import RepairConfig, repair

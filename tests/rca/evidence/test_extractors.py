@@ -18,8 +18,9 @@ from rca.evidence.metrics import MAX_Z, metric_shifts, robust_z, shift_of
 from rca.evidence.paths import cut_paths
 from rca.evidence.toolbox import Toolbox
 from rca.evidence.traces import GapShare, timings, wrong_answers
-from rca.hypotheses import ScoringConfig, score_hypotheses
+from rca.hypotheses import score_hypotheses
 from rca.model import CaseId, FaultType, Incident, Modality, Sources
+from rca.rules.config import ScoringConfig
 from rca.signals import Signal
 from rca.sources.datasets import find_cases
 from rca.sources.memory import InMemoryTraces
