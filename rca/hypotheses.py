@@ -33,7 +33,6 @@ from rca.rules.config import ScoringConfig
 from rca.rules.dominance import lift_dominant
 from rca.rules.endpoints import discount_endpoints
 from rca.rules.footprint import fold_memory_into_cpu
-from rca.rules.kpi import drop_kpis
 from rca.rules.reach import discount_unreachable
 from rca.rules.timing import (
     ASKED_LATE,
@@ -49,6 +48,7 @@ from rca.rules.unseen import counted, modality_of, unseen
 from rca.rules.victims import explaining_callee, victim_share
 from rca.signals import Signal, is_host_metric
 from rca.telemetry import Window
+from rca.topology import is_kpi
 
 HypothesisId = NewType("HypothesisId", str)
 RANK_PRECISION = 3  # decimal places the ranking tells values apart at
@@ -324,8 +324,9 @@ def _apply_rules(
 ) -> tuple[dict[str, tuple[float, str]], frozenset[str]]:
     """The value rules, in order; each service's value and why it has it, and the services
     whose fault is a change (rule `changes`)."""
-    if cfg.on("kpi"):
-        values = drop_kpis(values, board)
+    # a KPI measured in front of the services (an entry's success rate and latency) is where an
+    # incident shows, never what caused it: it runs no code and holds no resources of its own
+    values = {e: v for e, v in values.items() if not is_kpi(board.graph, e)}
     if cfg.on("comovement"):
         values = weigh_comovement(values, board, floor=cfg.comove_floor)
     if cfg.on("reach"):

@@ -38,7 +38,6 @@ RULES: tuple[Rule, ...] = (
         "is how far it stands above the others.",
     ),
     Rule("footprint", "Memory that rose with the CPU, not before it, is the CPU fault's footprint."),
-    Rule("kpi", "A KPI measured in front of the services is where an incident shows, not what caused it."),
     Rule("comovement", "A cause's metrics move with the symptom's."),
     Rule("reach", "A service the symptom does not call, even indirectly, cannot have caused it."),
     Rule(
