@@ -70,14 +70,14 @@ async def do_lab(args: argparse.Namespace) -> int:
 
 
 def _keep_normal(paths: list[Path]) -> int:
-    from lab.normal import keep_normal
+    from lab.normal import described, keep_normal
 
     recordings = sorted({p.parents[2] for path in paths for p in path.glob("**/rca_data/*/lab-fault_list.json")})
     if not recordings:
         raise InputError(f"no lab recording (rca_data/<day>/lab-fault_list.json) under {', '.join(map(str, paths))}")
     for recording in recordings:
         kept = keep_normal(recording)
-        print(f"{recording}: {len(kept)} minute files of its warm-up kept as construct_data")
+        print(f"{recording}: {described(kept)} of its warm-up kept as construct_data")
     return 0
 
 

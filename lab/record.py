@@ -11,7 +11,7 @@ reads:
     OUT/lab-<seed>/rca_data/<day>/{metric,log,trace}/...   the telemetry
     OUT/lab-<seed>/rca_data/<day>/lab-fault_list.json      the labels, apart from it
     OUT/lab-<seed>/rca_data/<day>/changes.jsonl            the changes made, as a deploy pipeline posts them
-    OUT/lab-<seed>/construct_data/<day>/{log,trace}/...    the warm-up's, a fault-free stretch (lab.normal)
+    OUT/lab-<seed>/construct_data/<day>/{log,trace,metric}/...  the warm-up's, a fault-free stretch (lab.normal)
     OUT/lab-<seed>/lab.json                                the shop, its schedule, what was missing
 
 A deploy restarts the service's process as a new version (the old one stopped, the new one
@@ -55,7 +55,7 @@ from lab.faults import (
     bystander_changes,
     schedule,
 )
-from lab.normal import keep_normal
+from lab.normal import described, keep_normal
 from lab.processes import binaries, free_port, wait_ready
 from lab.shop import STORE_PORTS, Shop, draw_shop
 from rca.changes import Change, ChangeKind, write_changes
@@ -558,7 +558,7 @@ def record_shop(
     shutil.rmtree(workdir, ignore_errors=True)
     progress(
         f"lab-{seed}: recorded {len(labels)} incidents in {target} (answers {counts}; "
-        f"{len(kept)} minute files of the warm-up kept as its fault-free stretch)"
+        f"{described(kept)} of the warm-up kept as its fault-free stretch)"
     )
     return target
 

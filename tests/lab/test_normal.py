@@ -13,6 +13,7 @@ from rca.changes import Change, ChangeKind, write_changes
 from rca.model import Modality
 from rca.sources.change_files import CHANGES_FILE
 from rca.sources.datasets import find_cases
+from rca.sources.files import read_csv
 from rca.sources.nezha_folder import minute_of
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "lab-0"
@@ -38,7 +39,8 @@ def _minute_start(path: Path) -> float:
 def test_only_minutes_that_end_before_the_first_fault_are_kept(recording: Path) -> None:
     first = _first_fault(recording)
     assert first_event(recording) == first
-    kept = keep_normal(recording)
+    every = keep_normal(recording)
+    kept = [p for p in every if p.parent.name != "metric"]
     assert kept and {p.parent.name for p in kept} == {"log", "trace"}
     for path in kept:
         day = path.parents[1].name
@@ -49,7 +51,16 @@ def test_only_minutes_that_end_before_the_first_fault_are_kept(recording: Path) 
     day = kept[0].parents[1].name
     before = sorted(p.name for p in (recording / "rca_data" / day / "trace").iterdir() if p.name < "20_51")
     assert sorted(p.name for p in kept if p.parent.name == "trace") == before
-    assert keep_normal(recording) == kept  # again: the same files
+    assert keep_normal(recording) == every  # again: the same files
+    # each metric file's rows sampled before the first fault, and no other
+    metric = [p for p in every if p.parent.name == "metric"]
+    assert metric and len(metric) == len(list((recording / "rca_data" / day / "metric").iterdir()))
+    for path in metric:
+        source = read_csv(recording / "rca_data" / path.parents[1].name / "metric" / path.name)
+        stretch = read_csv(path)
+        assert list(stretch.columns) == list(source.columns)
+        assert len(stretch) == (source["TimeStamp"] < first).sum() > 0
+        assert (stretch["TimeStamp"] < first).all()
 
 
 def test_a_change_before_the_first_fault_ends_the_stretch(recording: Path) -> None:
@@ -57,8 +68,10 @@ def test_a_change_before_the_first_fault_ends_the_stretch(recording: Path) -> No
     change = Change("cart", ChangeKind.DEPLOY, first - 240, before="1", after="2", who="ci")
     write_changes([change], next((recording / "rca_data").iterdir()) / CHANGES_FILE)
     assert first_event(recording) == pytest.approx(first - 240, abs=1)
-    kept = keep_normal(recording)
+    every = keep_normal(recording)
+    kept = [p for p in every if p.parent.name != "metric"]
     assert kept and all(_minute_start(p) + 60 <= first - 240 for p in kept)
+    assert all((read_csv(p)["TimeStamp"] < first - 240).all() for p in every if p.parent.name == "metric")
     assert max(_minute_start(p) for p in kept) + 120 > first - 240  # up to the change, not short of it
 
 
@@ -77,12 +90,12 @@ def test_a_recording_without_faults_or_changes_keeps_nothing(recording: Path) ->
     assert not (recording / "construct_data").exists()
 
 
-def test_the_kept_stretch_is_read_as_the_normal_of_logs_and_traces(recording: Path) -> None:
+def test_the_kept_stretch_is_read_as_the_normal_of_every_modality(recording: Path) -> None:
     assert all("no construct_data" in " ".join(c.incident.notes) for c in find_cases(recording))
     keep_normal(recording)
     for case in find_cases(recording):
         assert "no construct_data" not in " ".join(case.incident.notes)
-        for modality in (Modality.LOGS, Modality.TRACES):
+        for modality in (Modality.LOGS, Modality.TRACES, Modality.METRICS):
             normal = case.incident.normal_for(modality)
             assert normal is not None and len(normal.parts()) == 2  # the hour before, and the stretch apart
 
@@ -93,7 +106,7 @@ def test_rcabot_lab_normal_keeps_the_stretch_of_each_recording_found(
     from bot.cli import main
 
     assert main(["lab", "normal", str(recording.parent)]) == 0
-    assert "12 minute files of its warm-up kept" in capsys.readouterr().out
+    assert "12 minute files and 8 metric files of its warm-up kept" in capsys.readouterr().out
     assert (recording / "construct_data").is_dir()
     assert main(["lab", "normal", str(recording / "rca_data" / "nothing-here")]) == 2
     assert "no lab recording" in capsys.readouterr().err
