@@ -1,6 +1,8 @@
 """Rule `dominance`: a service whose own resources shifted an order of magnitude more than any
 other service's (or than a notable deviation, ONSET_Z, where no other shifted) is the first
-suspect, whatever else the rules say.
+suspect, whatever else the rules say. Any other service's: the shift that dominates must be
+this incident's, but it is measured against every other shift the window shows, another
+incident's too, since a size of shift the same window holds elsewhere is no order of magnitude.
 
 A plain robust score (BARO's) gets such cases right by ranking on the largest deviation; the
 rules that weigh propagation and timing must not bury them. Only a service's own resources
@@ -23,15 +25,16 @@ from rca.signals import Signal, is_host_metric
 _OWN = (Signal.CPU, Signal.MEMORY, Signal.DISK)
 
 
-def own_shift(board: Board) -> dict[str, float]:
-    """Per service, the largest deviation of its own resources in this incident."""
+def own_shift(board: Board, *, incident: bool = True) -> dict[str, float]:
+    """Per service, the largest deviation of its own resources in this incident (or, with
+    `incident=False`, anywhere in the window)."""
     out: dict[str, float] = {}
     for ev in board.evidence:
         if (
             ev.kind is not EvidenceKind.METRIC_SHIFT
             or ev.signal not in _OWN
             or is_host_metric(ev.subject)
-            or (ev.id not in board.current and ev.id not in board.undatable)
+            or (incident and ev.id not in board.current and ev.id not in board.undatable)
             or ev.id in board.restarted  # what a restart moved by itself is no fault (rule `changes`)
             or not degraded(ev)  # less CPU or memory used is no resource fault
         ):
@@ -46,9 +49,10 @@ def lift_dominant(values: dict[str, tuple[float, str]], board: Board, *, factor:
     shifts = own_shift(board)
     if not shifts:
         return values
-    ranked = sorted(shifts.items(), key=lambda kv: -kv[1])
-    top, z = ranked[0]
-    second = ranked[1][1] if len(ranked) > 1 else 0.0
+    top, z = sorted(shifts.items(), key=lambda kv: -kv[1])[0]
+    # against every other service's shift the window shows, this incident's or not: a level of
+    # shift seen elsewhere in the same window is no order of magnitude
+    second = max((s for e, s in own_shift(board, incident=False).items() if e != top), default=0.0)
     if top not in values or z < factor * max(second, ONSET_Z):
         return values
     best = max(v for v, _ in values.values())

@@ -212,6 +212,11 @@ def test_a_service_whose_own_resources_shifted_an_order_of_magnitude_more_than_a
     assert _first([symptom, near, replace(hog, onset=100.0, until=200.0)], graph) == "b"
     # less CPU used is no fault
     assert _first([symptom, near, replace(hog, direction=-1)], graph) == "b"
+    # a shift as large in another service, another incident's (over before the symptom began), is
+    # the same order of magnitude: the window shows such shifts, so none dominates
+    other = replace(_shift(4, "a", "cpu_seconds", 300.0, Signal.CPU, 100.0), until=200.0)
+    assert _first([symptom, near, hog, other], graph) == "b"
+    assert _first([symptom, near, hog, replace(other, score=30.0)], graph) == "c"
     # under way since the window's first sample: begun before the window asked about, another's
     early = replace(hog, onset=0.0, under_way=True, profile=tuple((t, 400.0) for t in range(0, 1000, 60)))
     assert _first([symptom, near, early], graph) == "b"
