@@ -88,7 +88,9 @@ def rows(evaluations: Iterable[tuple[str, dict]], *, pool: Callable[[str], str] 
                 _Read(_outcome(c), cal.probability(f), learnt, cal.says_likely(f, c.get("tied_first", 1)))
             )
     out = []
-    for (set_name, protocol, engine), reads in pooled.items():
+    for (set_name, protocol, engine), unordered in pooled.items():
+        # in one order whatever order the sets were read in, so that a sum is the same to the bit
+        reads = sorted(unordered, key=lambda r: (r.outcome.dataset, r.outcome.case_id, r.learnt, r.probability))
         outcomes = [r.outcome for r in reads]
         summary = summarise(set_name, engine, outcomes)
         right = [o.right for o in outcomes]
