@@ -29,8 +29,7 @@ from rca.evaluation.report import (
     summaries,
     to_json,
 )
-from rca.evaluation.results import lab_page, lab_pool, page, plot, read, saved
-from rca.evaluation.results import rows as results_rows
+from rca.evaluation.results import lab_page, lab_pool, page, plot, read, read_cases, saved, tabulate
 from rca.evaluation.star_eval import evaluate_star
 from rca.evaluation.star_eval import render as render_star
 from rca.evaluation.star_honest import evaluate_honest
@@ -97,13 +96,12 @@ async def do_eval(args: argparse.Namespace) -> int:
 
 
 def do_report(args: argparse.Namespace) -> int:
-    evaluations = saved(args.results)
-    table = results_rows(evaluations, pool=lab_pool)
+    cases = read_cases(saved(args.results))  # read once: the page pools the lab, its own page does not
+    table = tabulate(cases, pool=lab_pool)
     if args.plot:
         args.plot.write_bytes(plot(table))
-    each = results_rows(evaluations)
-    pooled = any(r.set != lab_pool(r.set) for r in each)
-    lab = args.out.with_name(f"{args.out.stem}-lab.md") if args.out and pooled else None
+    each = [r for r in tabulate(cases) if r.set != lab_pool(r.set)]
+    lab = args.out.with_name(f"{args.out.stem}-lab.md") if args.out and each else None
     text = page(
         table,
         plot_name=os.path.relpath(args.plot, args.out.parent) if args.plot and args.out else None,
@@ -116,7 +114,7 @@ def do_report(args: argparse.Namespace) -> int:
         print(text, end="")
     if lab:
         lab.write_text(lab_page(each))
-        print(f"wrote {lab} ({sum(r.set != lab_pool(r.set) for r in each)} rows)")
+        print(f"wrote {lab} ({len(each)} rows)")
     return 0
 
 

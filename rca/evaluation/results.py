@@ -71,22 +71,42 @@ def saved(root: Path) -> list[tuple[str, dict]]:
 
 def rows(evaluations: Iterable[tuple[str, dict]], *, pool: Callable[[str], str] = lambda name: name) -> list[Row]:
     """A row per (set, protocol, engine) over every case saved for it; with `pool`, a row per
-    (pool(set), protocol, engine) over the sets it pools. A probability learns only from the
-    marks of its own set's cases before it, pooled or not: each set is its own system."""
+    (pool(set), protocol, engine) over the sets it pools."""
+    return tabulate(read_cases(evaluations), pool=pool)
+
+
+def read_cases(evaluations: Iterable[tuple[str, dict]]) -> dict[tuple[str, str, str], list[_Read]]:
+    """Per (set, protocol, engine), each saved case as the page reads it. A probability learns
+    only from the marks of its own set's cases before it: each set is its own system."""
     groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for set_name, data in evaluations:
         for case in data["cases"]:
             groups[(set_name, str(data.get("protocol") or "realistic"), case["engine"])].append(case)
     cal = shipped()
-    pooled: dict[tuple[str, str, str], list[_Read]] = defaultdict(list)
-    for (set_name, protocol, engine), cases in groups.items():
+    out: dict[tuple[str, str, str], list[_Read]] = {}
+    for key, cases in groups.items():
+        outcomes = [_outcome(c) for c in cases]
         feats = [case_features(c) for c in cases]
-        right = [_outcome(c).right for c in cases]
-        for i, (c, f) in enumerate(zip(cases, feats, strict=True)):
-            learnt = cal.adapted(list(zip(feats[:i], right[:i], strict=True))).probability(f)
-            pooled[(pool(set_name), protocol, engine)].append(
-                _Read(_outcome(c), cal.probability(f), learnt, cal.says_likely(f, c.get("tied_first", 1)))
+        right = [o.right for o in outcomes]
+        out[key] = [
+            _Read(
+                o,
+                cal.probability(f),
+                cal.adapted(list(zip(feats[:i], right[:i], strict=True))).probability(f),
+                cal.says_likely(f, c.get("tied_first", 1)),
             )
+            for i, (c, o, f) in enumerate(zip(cases, outcomes, feats, strict=True))
+        ]
+    return out
+
+
+def tabulate(
+    cases: dict[tuple[str, str, str], list[_Read]], *, pool: Callable[[str], str] = lambda name: name
+) -> list[Row]:
+    """The rows of cases read by `read_cases`, a set's cases under the row `pool` names it."""
+    pooled: dict[tuple[str, str, str], list[_Read]] = defaultdict(list)
+    for (set_name, protocol, engine), reads in cases.items():
+        pooled[(pool(set_name), protocol, engine)] += reads
     out = []
     for (set_name, protocol, engine), unordered in pooled.items():
         # in one order whatever order the sets were read in, so that a sum is the same to the bit
