@@ -13,7 +13,7 @@ MAX_TEXT = 300
 
 USAGE = (
     "*Usage:* `/rca <service> [window]`\n"
-    "• window: `15m`, `1h30m`, `90s`, a clock range `14:05-14:35`, or an ISO range "
+    "• window: `15m`, `1h30m`, `90s`, `last hour`, a clock range `14:05-14:35`, or an ISO range "
     "`2026-01-29T13:00Z/2026-01-29T13:30Z` (default 30m, ending now)\n"
     "• `/rca status` — investigations running in this channel\n"
     "• `/rca summary` — this channel's investigations of the last day\n"
@@ -57,7 +57,7 @@ def parse_rca_command(text: str) -> RcaCommand:
     if len(text) > MAX_TEXT:
         raise InputError(f"that is {len(text)} characters; a /rca request is a service and a window")
     words = [w.strip("`'\"") for w in text.split()]
-    words = [w for w in words if w and w.lower() not in ("last", "for", "over")]
+    words = [w for w in words if w and w.lower() not in ("last", "past", "the", "for", "over")]
     if not words or (len(words) == 1 and words[0].lower() in _WORDS):
         return RcaCommand(_WORDS[words[0].lower()] if words else Kind.HELP)
     if words[0].lower() == "summary":

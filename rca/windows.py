@@ -22,9 +22,13 @@ _UNITS = (
 )
 
 
+_ONE = re.compile(r"^(?:(?:an?|one)\s+)?(?=(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?)\b)")
+
+
 def parse_duration(text: str) -> float:
-    """Seconds from `90s`, `15m`, `1h30m`, `2d`, `1 hour`, `1h 30m`, `90 minutes`."""
-    raw = text.strip().lower()
+    """Seconds from `90s`, `15m`, `1h30m`, `2d`, `1 hour`, `1h 30m`, `90 minutes`, and a unit
+    said alone (`hour`, `an hour`, `a day`), which is one of it."""
+    raw = _ONE.sub("1 ", text.strip().lower(), count=1)
     for unit, letter in _UNITS:
         raw = unit.sub(r"\g<1>" + letter, raw)
     raw = re.sub(r"\s+", "", raw)

@@ -60,12 +60,15 @@ def test_refuses_with_a_reason(text: str) -> None:
         ("2 days", 172800),
         ("45 secs", 45),
         ("14:05 - 14:35", 1800),
+        ("hour", 3600),
+        ("an hour", 3600),
     ],
 )
-def test_windows_read_as_people_type_them(typed: str, seconds: int) -> None:
+@pytest.mark.parametrize("said", ["last", "past", "the last", "for the past", "over the last"])
+def test_windows_read_as_people_type_them(typed: str, seconds: int, said: str) -> None:
     from rca.windows import parse_window
 
-    window = parse_rca_command(f"checkout last {typed}").window
+    window = parse_rca_command(f"checkout {said} {typed}").window
     assert parse_window(window, now=1_700_000_000.0).seconds == seconds
 
 

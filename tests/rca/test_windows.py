@@ -9,7 +9,17 @@ NOW = parse_timestamp("2023-01-29T14:40:00Z")
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("15m", 900), ("1h30m", 5400), ("90s", 90), ("2d", 172800), (" 30M ", 1800)],
+    [
+        ("15m", 900),
+        ("1h30m", 5400),
+        ("90s", 90),
+        ("2d", 172800),
+        (" 30M ", 1800),
+        ("hour", 3600),
+        ("an hour", 3600),
+        ("a day", 86400),
+        ("1 hour 30 minutes", 5400),
+    ],
 )
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
