@@ -57,6 +57,7 @@ ABLATIONS = (
     "check",
     "glance",
     "peer-spread",
+    "silences",
     "wrong-answers",
     ASKED_LATE,
     REOPEN,
@@ -67,7 +68,8 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
     """The paper's ablations (one candidate per expansion, no backpropagation, no reflection),
     ours (no closing check of the leading suspects' neighbourhoods; no glance at every
     service's error-line counts where the budget cannot pay for their lines; a metric normal that
-    never moved measured at the floor, not in its peers' spread; no callee's wrong answers read
+    never moved measured at the floor, not in its peers' spread; one run of a log template's lines
+    across every silence; no callee's wrong answers read
     from the calls its callers failed), and any scoring rule (`rule:NAME`, see rca.rules)."""
     if what.startswith("rule:"):
         rules = parse_rules(what.removeprefix("rule:"))
@@ -84,6 +86,8 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, glance=False)
     if what == "peer-spread":
         return replace(config, peer_spread=False)
+    if what == "silences":
+        return replace(config, silences=False)
     if what == "wrong-answers":
         return replace(config, wrong_answers=False)
     if what in (ASKED_LATE, REOPEN):

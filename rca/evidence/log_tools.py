@@ -39,9 +39,10 @@ def _known(t: float) -> float | None:
 
 
 class LogTools(Reader):
-    def __init__(self, incident: Incident, *, glance: bool = True, **options: Any) -> None:
+    def __init__(self, incident: Incident, *, glance: bool = True, silences: bool = True, **options: Any) -> None:
         super().__init__(incident, **options)
         self.glance = glance  # a logs scan the budget cannot pay for may fall back on one aggregate query
+        self.silences = silences  # a run of a template's lines ends at a silence its rate did not expect
         self._logs: dict[str, list[TemplateShift]] | None = None
         self._volume: dict[str, float] = {}  # per service, how far its error lines rose (one aggregate query)
         self._cuts: dict[str, list[CutPath]] = {}
@@ -144,7 +145,7 @@ class LogTools(Reader):
         if self.glance and self.budget is not None:  # only a budgeted logs scan glances at them
             self._volume = error_volume(line_counts(normal_mined), line_counts(now))
         shifts: dict[str, list[TemplateShift]] = {}
-        for t in template_shifts(normal_mined, now):
+        for t in template_shifts(normal_mined, now, silences=self.silences):
             shifts.setdefault(t.entity, []).append(t)
         services = set((await self.topology()).nodes) | {r.entity for r in now_records}
         self._peers = dependency_errors(now, services)

@@ -126,13 +126,39 @@ def _error_test() -> Callable[[MinedLog], bool]:
 ONSET_BIN_SECONDS = 10.0
 
 
-def anomalous_run(counts: Mapping[int, int], expected: Mapping[int, float], direction: int) -> tuple[int, int] | None:
-    """The run of bins where the template departs most from its expected counts (Kadane's
+def anomalous_run(
+    counts: Mapping[int, int], expected: Mapping[int, float], direction: int, *, silences: bool = True
+) -> tuple[int, int] | None:
+    """The run of bins where the template departs from its expected counts (Kadane's
     maximum-sum run of the excess, or of the deficit when direction < 0), carried on to the
     last bin when the bins after it still depart on their own (three Poisson deviations): the
     anomaly goes on. A bin counts toward a run only by what exceeds half a Poisson deviation,
-    so that a drift of the shares (another template's change) starts no run."""
+    so that a drift of the shares (another template's change) starts no run.
+
+    Lines in excess that stopped for longer than the time forgiven between a cause and its
+    effect (rca.topology.ONSET_TOLERANCE), where their own rate before expected three Poisson
+    deviations of lines in that silence (ONSET_Z squared), ended their run: what comes after
+    is another run, as a metric's run ends where its series stayed back (rca.evidence.runs).
+    Of those runs the evidence is the one going on at the last bin, else the strongest
+    (`silences=False` is the ablation: one run across every silence)."""
     bins = sorted(set(counts) | set(expected))
+    parts = _apart(bins, counts, expected) if silences and direction > 0 else [bins]
+    found = [run for part in parts if (run := _run(part, counts, expected, direction)) is not None]
+    if not found:
+        return None
+    (start, end), _ = found[-1]
+    held = [b for b in bins if start <= b <= end]
+    seen, want = sum(counts.get(b, 0) for b in held), sum(expected.get(b, 0.0) for b in held)
+    if end >= bins[-1] - _GOING_BINS and direction * (seen - want) / math.sqrt(want + 1.0) >= ONSET_Z:
+        return start, end  # the run going on at the last bin, where it departs on its own
+    return max(found, key=lambda r: r[1])[0]
+
+
+def _run(
+    bins: Sequence[int], counts: Mapping[int, int], expected: Mapping[int, float], direction: int
+) -> tuple[tuple[int, int], float] | None:
+    """Kadane's run of `bins` (carried on to their last where the bins after it still depart)
+    and its sum."""
     best, found, run, run_start = 0.0, None, 0.0, 0
     for b in bins:
         e = expected.get(b, 0.0)
@@ -147,8 +173,31 @@ def anomalous_run(counts: Mapping[int, int], expected: Mapping[int, float], dire
         seen = sum(counts.get(b, 0) for b in after)
         want = sum(expected.get(b, 0.0) for b in after)
         if direction * (seen - want) / math.sqrt(want + 1.0) >= ONSET_Z:
-            return found[0], bins[-1]
-    return found
+            return (found[0], bins[-1]), best
+    return (found, best) if found is not None else None
+
+
+def _apart(bins: Sequence[int], counts: Mapping[int, int], expected: Mapping[int, float]) -> list[list[int]]:
+    """`bins` cut where the lines in excess stopped for longer than ONSET_TOLERANCE while
+    their rate since the last cut expected ONSET_Z squared lines in that silence."""
+    parts: list[list[int]] = [[]]
+    first = last = None  # the first and last bin in excess since the last cut
+    lines = 0.0
+    for b in bins:
+        excess = counts.get(b, 0) - expected.get(b, 0.0)
+        if excess > 0:
+            if first is not None and last is not None:
+                silence = (b - last - 1) * ONSET_BIN_SECONDS
+                rate = lines / ((last - first + 1) * ONSET_BIN_SECONDS)
+                if silence > ONSET_TOLERANCE and rate * silence >= ONSET_Z**2:
+                    cut = last + 1
+                    parts[-1], tail = [x for x in parts[-1] if x < cut], [x for x in parts[-1] if x >= cut]
+                    parts.append(tail)
+                    first, lines = b, 0.0
+            first = b if first is None else first
+            last, lines = b, lines + excess
+        parts[-1].append(b)
+    return [p for p in parts if p]
 
 
 # a run that ends within this many bins of the last lines read still goes on
@@ -165,8 +214,11 @@ def run_interval(run: tuple[int, int] | None, extent: tuple[int, int]) -> tuple[
     return run[0] * ONSET_BIN_SECONDS, until, run[0] <= extent[0]
 
 
-def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list[TemplateShift]:
-    """Per (service, template): the rate change, scored as a Poisson deviation.
+def template_shifts(
+    normal: Sequence[MinedLog], now: Sequence[MinedLog], *, silences: bool = True
+) -> list[TemplateShift]:
+    """Per (service, template): the rate change, scored as a Poisson deviation (`silences`: a
+    run of its lines ends at a silence its own rate did not expect, `anomalous_run`).
 
     Rates are scaled by the change of the service's total volume, so that more traffic alone
     is not an anomaly; a template never seen in the normal period counts as new, and one
@@ -220,7 +272,12 @@ def template_shifts(normal: Sequence[MinedLog], now: Sequence[MinedLog]) -> list
         lines = service_bins.get(entity, Counter())
         extent = (min(lines), max(lines)) if lines else (0, 0)
         onset, until, under_way = run_interval(
-            anomalous_run(bins.get(key, Counter()), {b: share * n for b, n in lines.items()}, 1 if score >= 0 else -1),
+            anomalous_run(
+                bins.get(key, Counter()),
+                {b: share * n for b, n in lines.items()},
+                1 if score >= 0 else -1,
+                silences=silences,
+            ),
             extent,
         )
         out.append(

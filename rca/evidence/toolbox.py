@@ -34,9 +34,17 @@ class Toolbox(MetricTools, LogTools, TraceTools):
         budget: int | None = None,
         glance: bool = True,
         peer_spread: bool = True,
+        silences: bool = True,
         wrong_answers: bool = True,
     ) -> None:
-        super().__init__(incident, budget=budget, glance=glance, peer_spread=peer_spread, wrong_answers=wrong_answers)
+        super().__init__(
+            incident,
+            budget=budget,
+            glance=glance,
+            peer_spread=peer_spread,
+            silences=silences,
+            wrong_answers=wrong_answers,
+        )
 
     async def entities(self) -> tuple[str, ...]:
         """Every entity seen by any source."""

@@ -29,5 +29,6 @@ class SearchConfig:
     read_budget: int | None = None  # reads (rca.evidence.toolbox.Toolbox.cost); spent, it decides likewise
     glance: bool = True  # ablation switch: a logs scan over the read budget glances at error counts (one read)
     peer_spread: bool = True  # ablation switch: a metric normal that never moved is measured in its peers' spread
+    silences: bool = True  # ablation switch: a run of a template's lines ends at a silence its rate did not expect
     wrong_answers: bool = True  # ablation switch: calls a callee answered well that its caller failed are its evidence
     scoring: ScoringConfig = field(default_factory=ScoringConfig)

@@ -58,6 +58,7 @@ async def run_search(
             budget=config.read_budget,
             glance=config.glance,
             peer_spread=config.peer_spread,
+            silences=config.silences,
             wrong_answers=config.wrong_answers,
         )
 
