@@ -225,6 +225,7 @@ def score_hypotheses(
         undated,
         tuple(changes),
         restarted,
+        ref.start,
     )
     adjusted, released = _apply_rules(values, board, config)
     # values equal to three places (saturated signals) are told apart by the raw deviation of
@@ -289,7 +290,7 @@ def supported_faults(
     if (
         config.on("changes")
         and changes
-        and (found := breaking_change(evidence, changes, _current(evidence, ref, config))) is not None
+        and (found := breaking_change(evidence, changes, _current(evidence, ref, config), ref.start)) is not None
     ):
         out[found[0]] = out.get(found[0], frozenset()) | {FaultType.RELEASE}
     return out

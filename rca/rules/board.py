@@ -33,3 +33,4 @@ class Board:
     changes: tuple[Change, ...] = ()  # deploys, config pushes and the like around the window
     # the process series a restart moved by itself (rule `changes`): no evidence against the service
     restarted: frozenset[EvidenceId] = frozenset()
+    began: float | None = None  # when the symptom's degradation began (rule `timing`), where it is known

@@ -11,7 +11,10 @@ no other service's anomaly beginning between the two. A change long before its s
 anomaly had time to show and did not; one after which another service went first only
 coincided, and so did one to a service a neighbour failing from the same moment explains (a
 neighbour anomalous since well before the change, the service unharmed until it, does not).
-Where several changes broke something, the latest is the incident asked about: on-call asks
+A change made after the symptom was already degraded (its degradation's onset, rule `timing`,
+with the skew forgiven) began nothing of the incident asked about: a cause comes before its
+effect, and a busy team's pipeline deploys during incidents too. Where several changes broke
+something, the latest is the incident asked about: on-call asks
 about what is going on now, and a symptom degraded since an earlier incident shows no new
 onset of its own for the next one, so the symptom's first onset cannot order them.
 
@@ -42,14 +45,20 @@ RESTARTS = frozenset({ChangeKind.DEPLOY, ChangeKind.ROLLBACK, ChangeKind.RESTART
 
 
 def breaking_change(
-    evidence: Sequence[Evidence], changes: Iterable[Change], current: frozenset[EvidenceId]
+    evidence: Sequence[Evidence],
+    changes: Iterable[Change],
+    current: frozenset[EvidenceId],
+    began: float | None = None,
 ) -> tuple[str, Change] | None:
     """The latest change right after which harm to its service began, no other service's
-    harm beginning between the two: the service and the change. `current`: the evidence of
-    the incident asked about (rule `timing`)."""
+    harm beginning between the two, made before the symptom was degraded: the service and the
+    change. `current`: the evidence of the incident asked about (rule `timing`); `began`: when
+    the symptom's degradation began, where it is known."""
     placed = [ev for ev in evidence if ev.id in current and ev.onset is not None and not ev.under_way and degraded(ev)]
     found: tuple[str, Change] | None = None
     for c in sorted(changes, key=lambda c: c.time):
+        if began is not None and c.time > began + ONSET_TOLERANCE:  # the incident was under way before it
+            continue
         after = [
             ev
             for ev in placed
@@ -97,7 +106,7 @@ def lift_changed(
     best), unless a neighbour whose anomaly began with the change explains it (`explained`:
     per service the victims rules explained, when its explaining neighbour's anomaly began);
     returns the values and the services whose fault is the change."""
-    found = breaking_change(board.evidence, board.changes, board.current)
+    found = breaking_change(board.evidence, board.changes, board.current, board.began)
     if found is None or found[0] not in values:
         return values, frozenset()
     if found[0] in explained and ((began := explained[found[0]]) is None or began >= found[1].time - ONSET_TOLERANCE):

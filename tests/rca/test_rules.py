@@ -323,6 +323,15 @@ def test_a_change_explains_nothing_without_an_anomaly_right_after_it_or_one_that
     # of two changes that broke something, the latest is the incident asked about
     both = [Change("c", ChangeKind.DEPLOY, 470.0), Change("b", ChangeKind.CONFIG, 450.0)]
     assert _ranked([*evidence, early], graph, both)[0].service == "c"
+    # a change made after the symptom was degraded began nothing of it, whatever followed it;
+    # made within the skew forgiven of the symptom's onset, it may have
+    after = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 640.0)
+    assert _ranked([*evidence, after], graph, [Change("c", ChangeKind.DEPLOY, 620.0)])[0].service == "b"
+    assert (
+        _ranked([*evidence, after], graph, [Change("c", ChangeKind.DEPLOY, 620.0)])[0].fault_type != FaultType.RELEASE
+    )
+    at_once = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 540.0)
+    assert _ranked([*evidence, at_once], graph, [Change("c", ChangeKind.DEPLOY, 530.0)])[0].service == "c"
 
 
 def test_a_change_is_blamed_only_for_harm_of_this_incident_and_a_restart_only_for_harm_to_the_work() -> None:
