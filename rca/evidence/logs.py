@@ -179,23 +179,24 @@ def _run(
 
 def _apart(bins: Sequence[int], counts: Mapping[int, int], expected: Mapping[int, float]) -> list[list[int]]:
     """`bins` cut where the lines in excess stopped for longer than ONSET_TOLERANCE while
-    their rate since the last cut expected ONSET_Z squared lines in that silence."""
+    their rate since the last cut expected ONSET_Z squared lines in that silence. Time is
+    counted in the bins read (the service wrote lines in them): where it wrote none at all,
+    nothing was read, and nothing stopped."""
     parts: list[list[int]] = [[]]
-    first = last = None  # the first and last bin in excess since the last cut
-    lines = 0.0
+    lines, span, quiet = 0.0, 0, 0  # since the last cut: lines in excess, bins read to the last of them, and after it
     for b in bins:
         excess = counts.get(b, 0) - expected.get(b, 0.0)
+        if excess > 0 and span:
+            rate = lines / (span * ONSET_BIN_SECONDS)
+            silence = quiet * ONSET_BIN_SECONDS
+            if silence > ONSET_TOLERANCE and rate * silence >= ONSET_Z**2:
+                parts.append(parts[-1][-quiet:])  # the silence opens the next part
+                del parts[-2][-quiet:]
+                lines, span, quiet = 0.0, 0, 0
         if excess > 0:
-            if first is not None and last is not None:
-                silence = (b - last - 1) * ONSET_BIN_SECONDS
-                rate = lines / ((last - first + 1) * ONSET_BIN_SECONDS)
-                if silence > ONSET_TOLERANCE and rate * silence >= ONSET_Z**2:
-                    cut = last + 1
-                    parts[-1], tail = [x for x in parts[-1] if x < cut], [x for x in parts[-1] if x >= cut]
-                    parts.append(tail)
-                    first, lines = b, 0.0
-            first = b if first is None else first
-            last, lines = b, lines + excess
+            lines, span, quiet = lines + excess, span + quiet + 1, 0
+        elif span:
+            quiet += 1
         parts[-1].append(b)
     return [p for p in parts if p]
 

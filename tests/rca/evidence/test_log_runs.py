@@ -42,3 +42,10 @@ def test_where_a_run_ends_does_not_depend_on_the_bins_outside_it() -> None:
     assert anomalous_run(shifted, {b + 1000: 0.0 for b in BINS}, 1) == (1040, 1059)
     over = _two_incidents(10, 0, range(30, 40))  # the lines stopped for good: the run is over
     assert anomalous_run(over, expected, 1) == (0, 29)
+
+
+def test_a_stretch_with_no_lines_of_the_service_at_all_is_nothing_read_not_a_silence() -> None:
+    read = [*range(0, 18), *range(54, 72)]  # three minutes of lines, six unrecorded, three more
+    expected = {b: 0.0 for b in read}
+    counts = Counter({b: 10 for b in read})
+    assert anomalous_run(counts, expected, 1) == (0, 71)  # one run: the template never stopped where it was read
