@@ -147,9 +147,7 @@ def anomalous_run(
     if not found:
         return None
     (start, end), _ = found[-1]
-    held = [b for b in bins if start <= b <= end]
-    seen, want = sum(counts.get(b, 0) for b in held), sum(expected.get(b, 0.0) for b in held)
-    if end >= bins[-1] - _GOING_BINS and direction * (seen - want) / math.sqrt(want + 1.0) >= ONSET_Z:
+    if end >= bins[-1] - _GOING_BINS and _departs([b for b in bins if start <= b <= end], counts, expected, direction):
         return start, end  # the run going on at the last bin, where it departs on its own
     return max(found, key=lambda r: r[1])[0]
 
@@ -168,13 +166,19 @@ def _run(
         run += d
         if run > best:
             best, found = run, (run_start, b)
-    if found is not None and found[1] != bins[-1]:
-        after = [b for b in bins if b > found[1]]
-        seen = sum(counts.get(b, 0) for b in after)
-        want = sum(expected.get(b, 0.0) for b in after)
-        if direction * (seen - want) / math.sqrt(want + 1.0) >= ONSET_Z:
-            return (found[0], bins[-1]), best
+    if (
+        found is not None
+        and found[1] != bins[-1]
+        and _departs([b for b in bins if b > found[1]], counts, expected, direction)
+    ):
+        return (found[0], bins[-1]), best
     return (found, best) if found is not None else None
+
+
+def _departs(bins: Sequence[int], counts: Mapping[int, int], expected: Mapping[int, float], direction: int) -> bool:
+    """The bins' lines depart from their expected count on their own: three Poisson deviations."""
+    seen, want = sum(counts.get(b, 0) for b in bins), sum(expected.get(b, 0.0) for b in bins)
+    return direction * (seen - want) / math.sqrt(want + 1.0) >= ONSET_Z
 
 
 def _apart(bins: Sequence[int], counts: Mapping[int, int], expected: Mapping[int, float]) -> list[list[int]]:
