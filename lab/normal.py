@@ -13,13 +13,11 @@ construct_data.
 from __future__ import annotations
 
 import csv
-import gzip
 import shutil
 from pathlib import Path
-from typing import IO, cast
 
 from rca.sources.change_files import CHANGES_FILE, read_changes
-from rca.sources.files import csv_files
+from rca.sources.files import csv_files, open_text
 from rca.sources.nezha import load_nezha
 from rca.sources.nezha_folder import minute_of
 
@@ -63,7 +61,7 @@ def keep_normal(recording: Path) -> list[Path]:
             if len(lines) > 1:  # a header and at least one row
                 target = recording / "construct_data" / day.name / "metric" / name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with _open(target, "w") as out:
+                with open_text(target, "w", newline="") as out:
                     csv.writer(out).writerows(lines)
                 written.append(target)
     return written
@@ -77,20 +75,13 @@ def described(kept: list[Path]) -> str:
 
 def _rows_before(path: Path, first: float) -> list[list[str]]:
     """A metric file's header and its rows sampled before `first` (its TimeStamp column)."""
-    with _open(path, "r") as f:
+    with open_text(path, newline="") as f:
         reader = csv.reader(f)
         header = next(reader, [])
         if "TimeStamp" not in header:
             return []
         at = header.index("TimeStamp")
         return [header, *(row for row in reader if len(row) > at and _before(row[at], first))]
-
-
-def _open(path: Path, mode: str) -> IO[str]:
-    """A CSV file as text, gzip-compressed where its name says so (the layout reads both)."""
-    if path.suffix == ".gz":
-        return cast(IO[str], gzip.open(path, mode + "t", newline=""))
-    return path.open(mode, newline="")
 
 
 def _before(stamp: str, first: float) -> bool:

@@ -69,12 +69,6 @@ def saved(root: Path) -> list[tuple[str, dict]]:
     return [(f.parent.name, read(f)) for f in files]
 
 
-def rows(evaluations: Iterable[tuple[str, dict]], *, pool: Callable[[str], str] = lambda name: name) -> list[Row]:
-    """A row per (set, protocol, engine) over every case saved for it; with `pool`, a row per
-    (pool(set), protocol, engine) over the sets it pools."""
-    return tabulate(read_cases(evaluations), pool=pool)
-
-
 def read_cases(evaluations: Iterable[tuple[str, dict]]) -> dict[tuple[str, str, str], list[_Read]]:
     """Per (set, protocol, engine), each saved case as the page reads it. A probability learns
     only from the marks of its own set's cases before it: each set is its own system."""
@@ -277,7 +271,7 @@ windows.
 
 
 def page(table: Sequence[Row], *, plot_name: str | None = None, lab_page: str | None = None) -> str:
-    """The whole results page, from rows with the lab pooled (`rows(..., pool=lab_pool)`);
+    """The whole results page, from rows with the lab pooled (`tabulate(read_cases(...), pool=lab_pool)`);
     `lab_page` names the page of the lab's sets one by one, where there is one."""
     sets = sorted({r.set for r in table} - {LAB_POOL})
     body = [PAGE_HEAD, f"Sets: {', '.join(sets)}."]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import logging
 import re
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import IO, cast
 
 import numpy as np
 import pandas as pd
@@ -20,6 +22,14 @@ _CSV_SUFFIXES = (".csv", ".csv.gz")
 
 def is_csv(path: Path) -> bool:
     return path.name.endswith(_CSV_SUFFIXES)
+
+
+def open_text(path: Path, mode: str = "r", **options: str) -> IO[str]:
+    """A telemetry file as text, gzip-compressed where its name ends in .gz (`mode` "r" or "w";
+    `options` as for `open`: encoding, errors, newline)."""
+    if path.suffix == ".gz":
+        return cast(IO[str], gzip.open(path, mode + "t", **options))  # type: ignore[call-overload]
+    return path.open(mode, **options)  # type: ignore[call-overload]
 
 
 def csv_files(folder: Path) -> list[Path]:

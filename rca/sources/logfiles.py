@@ -11,7 +11,6 @@ lines or text, plain or gzip, read through the one normalisation pipeline.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import logging
 import re
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from rca.errors import DataError
-from rca.sources.files import signature
+from rca.sources.files import open_text, signature
 from rca.sources.normalise import normalise
 from rca.sources.protocols import LogQuery
 from rca.telemetry import LogRecord
@@ -91,9 +90,8 @@ class LogDirectory:
     def _read(self, path: Path, service: str) -> list[LogRecord]:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise DataError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB; rotate it or read it through Loki")
-        opener = gzip.open if path.suffix == ".gz" else open
         try:
-            with opener(path, "rt", encoding="utf-8", errors="replace") as fh:  # type: ignore[operator]
+            with open_text(path, encoding="utf-8", errors="replace") as fh:
                 result = normalise(fh, service=service, year=self.year)
         except (OSError, EOFError) as exc:
             raise DataError(f"{path}: cannot be read ({exc})") from exc

@@ -14,7 +14,7 @@ from rca.errors import InputError
 from rca.evaluation.harness import CaseResult
 from rca.evaluation.metrics import Outcome
 from rca.evaluation.report import summaries, to_json
-from rca.evaluation.results import LAB_POOL, lab_page, lab_pool, page, plot, rows, saved
+from rca.evaluation.results import LAB_POOL, lab_page, lab_pool, page, plot, read_cases, saved, tabulate
 from rca.model import Candidate, CaseId, Diagnosis, FaultType
 
 
@@ -35,7 +35,7 @@ def test_the_page_gives_the_eval_s_own_figures(tmp_path: Path) -> None:
     results = _results(3)
     (tmp_path / "lab").mkdir()
     (tmp_path / "lab" / "realistic.json").write_text(json.dumps(to_json(results, protocol="realistic")))
-    table = rows(saved(tmp_path))
+    table = tabulate(read_cases(saved(tmp_path)))
     expected = {s.engine: s for s in summaries(results) if s.group == "all"}
     assert {r.engine for r in table} == {"lats", "baro"}
     for r in table:
@@ -58,8 +58,11 @@ def test_packing_and_order_change_no_figure(tmp_path: Path) -> None:
             raw = json.dumps(to_json(res, protocol=protocol)).encode()
             target = root / "set" / (f"{name}.json.gz" if pack else f"{name}.json")
             target.write_bytes(gzip.compress(raw) if pack else raw)
-    assert rows(saved(tmp_path / "plain")) == rows(saved(tmp_path / "packed"))
-    assert [r.protocol for r in rows(saved(tmp_path / "plain"))][:2] == ["realistic", "realistic"]  # realistic first
+    assert tabulate(read_cases(saved(tmp_path / "plain"))) == tabulate(read_cases(saved(tmp_path / "packed")))
+    assert [r.protocol for r in tabulate(read_cases(saved(tmp_path / "plain")))][:2] == [
+        "realistic",
+        "realistic",
+    ]  # realistic first
 
 
 def test_what_is_not_an_evaluation_is_refused(tmp_path: Path) -> None:
@@ -79,7 +82,7 @@ def test_the_same_table_draws_the_same_bytes(tmp_path: Path) -> None:
     internal ids), so a commit shows only what moved."""
     (tmp_path / "lab").mkdir()
     (tmp_path / "lab" / "realistic.json").write_text(json.dumps(to_json(_results(4), protocol="realistic")))
-    table = rows(saved(tmp_path))
+    table = tabulate(read_cases(saved(tmp_path)))
     assert plot(table) == plot(table)
 
 
@@ -96,15 +99,15 @@ def test_the_lab_pools_case_by_case_and_each_set_learns_alone(tmp_path: Path) ->
         _save(root, names[0], a)
         _save(root, names[1], b)
         _save(root, "trainticket", _results(7))
-    pooled = rows(saved(tmp_path / "ab"), pool=lab_pool)
+    pooled = tabulate(read_cases(saved(tmp_path / "ab")), pool=lab_pool)
     assert {r.set for r in pooled} == {LAB_POOL, "trainticket"}
     union = {s.engine: s for s in summaries(a + b) if s.group == "all"}
     for r in (r for r in pooled if r.set == LAB_POOL):
         assert r.cases == 80
         assert r.ac1 == pytest.approx(union[r.engine].ac1)
         assert r.fault_type == pytest.approx(union[r.engine].fault_acc)
-    assert pooled == rows(saved(tmp_path / "ba"), pool=lab_pool)
-    each = rows(saved(tmp_path / "ab"))
+    assert pooled == tabulate(read_cases(saved(tmp_path / "ba")), pool=lab_pool)
+    each = tabulate(read_cases(saved(tmp_path / "ab")))
     assert {r.set for r in each} == {"lab-a", "lab-b", "trainticket"}
     text, lab = page(pooled, lab_page="results-lab.md"), lab_page(each)
     assert f"| {LAB_POOL} | realistic | 80 |" in text and "(results-lab.md)" in text
