@@ -30,6 +30,7 @@ from rca.rules.causality import Causality
 from rca.rules.changes import breaking_change, lift_changed, moved_by_restart
 from rca.rules.comovement import weigh_comovement
 from rca.rules.config import ScoringConfig
+from rca.rules.delays import delay_where_it_is
 from rca.rules.dominance import lift_dominant
 from rca.rules.endpoints import discount_endpoints
 from rca.rules.footprint import fold_memory_into_cpu
@@ -162,6 +163,7 @@ def _components(
         for part in list(sig.parts):
             strength = -math.expm1(-sig.parts[part])
             sig.parts[part] = strength * model.specificity.get(part, model.default_specificity)
+        delay_where_it_is(sig.parts, sig.cites, own_work=cfg.on("delays"))
     return out
 
 

@@ -37,7 +37,12 @@ RULES: tuple[Rule, ...] = (
         "A signal that moved in most services at once is background: what points at a service "
         "is how far it stands above the others.",
     ),
-    Rule("footprint", "Memory that rose with the CPU, not before it, is the CPU fault's footprint."),
+    Rule("footprint", "Memory that rose with the CPU, not before it and not further, is the CPU fault's footprint."),
+    Rule(
+        "delays",
+        "A delay is time lost where the service is: on its way in, or in its own work where none of "
+        "its own resources moved as far.",
+    ),
     Rule("comovement", "A cause's metrics move with the symptom's."),
     Rule("reach", "A service the symptom does not call, even indirectly, cannot have caused it."),
     Rule(

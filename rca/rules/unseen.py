@@ -17,6 +17,7 @@ _MODALITY_OF_PART: dict[str, Modality] = {
     "logdrop": Modality.LOGS,
     "lognew": Modality.LOGS,
     "gap": Modality.TRACES,
+    "delay": Modality.TRACES,
     "gap_out": Modality.TRACES,
     "own": Modality.TRACES,
 }

@@ -414,3 +414,30 @@ def test_a_callee_answers_its_caller_s_changed_calls_only_where_the_caller_s_wor
     # the switch: without the rule, no callee is ever said to answer its caller
     slowed = _shift(3, "a", "latency_seconds", 40.0, Signal.LATENCY, 200.0)
     assert "began after anomalous caller" not in why(slowed, ScoringConfig(off=frozenset({"answers"})))
+
+
+def test_a_delay_is_time_lost_where_the_service_is_on_its_way_in_or_in_its_own_work() -> None:
+    # A slow handler: the service's own work (its spans' self time) and its latency grew, and its
+    # memory a little with the requests it holds; nothing waited on its way in.
+    graph = nx.DiGraph([("front", "a"), ("front", "b")])
+    window = Window(0.0, 1000.0)
+
+    def ev(i: int, kind: EvidenceKind, signal: Signal, score: float) -> Evidence:
+        modality = Modality.METRICS if kind is EvidenceKind.METRIC_SHIFT else Modality.TRACES
+        return Evidence(EvidenceId(f"ev-{i}"), modality, kind, "a", "m", score, signal, "q", "d", 500.0)
+
+    slow = [
+        ev(1, EvidenceKind.TRACE_SELF_TIME, Signal.LATENCY, 40.0),
+        ev(2, EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 60.0),
+        ev(3, EvidenceKind.METRIC_SHIFT, Signal.MEMORY, 4.0),
+    ]
+
+    def top(evidence: list[Evidence], config: ScoringConfig = ScoringConfig()) -> Hypothesis:
+        return score_hypotheses(evidence, graph=graph, window=window, symptom="front", config=config)[0]
+
+    assert top(slow).fault_type is FaultType.NETWORK_DELAY
+    assert "ev-1" in top(slow).evidence  # the delay cites the time its own work lost
+    assert top(slow, ScoringConfig(off=frozenset({"delays"}))).fault_type is FaultType.MEMORY
+    # the same time lost with its CPU far up: the CPU's fault claims its own work's time
+    hog = [*slow, ev(4, EvidenceKind.METRIC_SHIFT, Signal.CPU, 200.0)]
+    assert top(hog).fault_type is FaultType.CPU
