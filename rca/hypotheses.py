@@ -99,7 +99,7 @@ def _components(
     evidence: Sequence[Evidence],
     cfg: ScoringConfig,
     edge_share: Callable[[str], GapShare],
-    population: int,
+    graph: nx.DiGraph,
     ref: Reference,
     restarted: frozenset[EvidenceId] = frozenset(),
 ) -> dict[str, _Signals]:
@@ -158,12 +158,15 @@ def _components(
         for entity, sig in out.items():
             fold_memory_into_cpu(sig.parts, sig.cites, began.get((entity, "cpu")), began.get((entity, "mem")))
     if cfg.on("background"):
-        keep_what_stands_out({e: sig.parts for e, sig in out.items()}, cfg.background_quantile, population)
+        keep_what_stands_out({e: sig.parts for e, sig in out.items()}, cfg.background_quantile, graph.number_of_nodes())
     for sig in out.values():
         for part in list(sig.parts):
             strength = -math.expm1(-sig.parts[part])
             sig.parts[part] = strength * model.specificity.get(part, model.default_specificity)
-        delay_where_it_is(sig.parts, sig.cites, own_work=cfg.on("delays"))
+    anomalous = {e for e, sig in out.items() if any(v > 0 for v in sig.parts.values())}
+    for entity, sig in out.items():
+        waits = entity in graph and any(c in anomalous for c in graph.successors(entity) if c != entity)
+        delay_where_it_is(sig.parts, sig.cites, own_work=cfg.on("delays") and not waits)
     return out
 
 
@@ -187,7 +190,7 @@ def score_hypotheses(
     """Every (service, fault type) hypothesis the evidence supports, best first (alert_time:
     when the symptom alerted, where known; changes: what was changed around the window)."""
     ref, restarted = _placed(evidence, config, symptom, alert_time, window, changes)
-    comps = _components(evidence, config, edge_share, graph.number_of_nodes(), ref, restarted)
+    comps = _components(evidence, config, edge_share, graph, ref, restarted)
     recipes = config.model.recipes
     # per fault type, once: the recipe's parts a present modality shows, and what no modality shows
     seen = {
@@ -275,7 +278,7 @@ def supported_faults(
     evidence: Sequence[Evidence],
     *,
     symptom: str = "",
-    population: int,
+    graph: nx.DiGraph,
     edge_share: Callable[[str], GapShare] = lambda _: NO_GAPS,
     config: ScoringConfig = ScoringConfig(),
     alert_time: float | None = None,
@@ -284,10 +287,9 @@ def supported_faults(
 ) -> dict[str, frozenset[FaultType]]:
     """Per service, the fault types whose primary component its evidence shows, read as
     `score_hypotheses` reads it (rca.fault_model.GATES), and a release where a change broke it
-    (rule `changes`): the types a hypothesis about it may carry. `population`: the services
-    of the call graph."""
+    (rule `changes`): the types a hypothesis about it may carry."""
     ref, restarted = _placed(evidence, config, symptom, alert_time, window, changes)
-    comps = _components(evidence, config, edge_share, population, ref, restarted)
+    comps = _components(evidence, config, edge_share, graph, ref, restarted)
     out = {entity: frozenset(f for f in config.model.recipes if _shows(sig, f)) for entity, sig in comps.items()}
     if (
         config.on("changes")

@@ -40,8 +40,8 @@ RULES: tuple[Rule, ...] = (
     Rule("footprint", "Memory that rose with the CPU, not before it and not further, is the CPU fault's footprint."),
     Rule(
         "delays",
-        "A delay is time lost where the service is: on its way in, or in its own work where none of "
-        "its own resources moved as far.",
+        "A delay is time lost where the service is: on its way in, or in its own work where no "
+        "anomalous callee and none of its own resources can account for it.",
     ),
     Rule("comovement", "A cause's metrics move with the symptom's."),
     Rule("reach", "A service the symptom does not call, even indirectly, cannot have caused it."),

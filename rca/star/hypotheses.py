@@ -31,7 +31,7 @@ def type_carried(trace: Trace, ctx: AuditContext) -> Criterion:
     shown = supported_faults(
         ep.evidence,
         symptom=trace.symptom,
-        population=ctx.graph.number_of_nodes(),
+        graph=ctx.graph,
         edge_share=lambda e: ep.edge_shares.get(e, NO_GAPS),
         alert_time=ep.alert_time,
         window=ep.window,

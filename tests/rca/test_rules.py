@@ -441,3 +441,26 @@ def test_a_delay_is_time_lost_where_the_service_is_on_its_way_in_or_in_its_own_w
     # the same time lost with its CPU far up: the CPU's fault claims its own work's time
     hog = [*slow, ev(4, EvidenceKind.METRIC_SHIFT, Signal.CPU, 200.0)]
     assert top(hog).fault_type is FaultType.CPU
+
+
+def test_own_time_where_a_callee_is_anomalous_may_be_time_waited_on_it_and_is_no_delay_of_its_own() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "c"), ("front", "b")])
+    window = Window(0.0, 1000.0)
+
+    def ev(i: int, entity: str, kind: EvidenceKind, signal: Signal, score: float) -> Evidence:
+        modality = Modality.METRICS if kind is EvidenceKind.METRIC_SHIFT else Modality.TRACES
+        return Evidence(EvidenceId(f"ev-{i}"), modality, kind, entity, "m", score, signal, "q", "d", 500.0)
+
+    caller = [
+        ev(1, "a", EvidenceKind.TRACE_SELF_TIME, Signal.LATENCY, 40.0),
+        ev(2, "a", EvidenceKind.METRIC_SHIFT, Signal.LATENCY, 60.0),
+        ev(3, "a", EvidenceKind.METRIC_SHIFT, Signal.MEMORY, 4.0),
+    ]
+
+    def type_of(evidence: list[Evidence], service: str) -> FaultType:
+        ranked = score_hypotheses(evidence, graph=graph, window=window, symptom="front")
+        return next(h.fault_type for h in ranked if h.service == service)
+
+    assert type_of(caller, "a") is FaultType.NETWORK_DELAY  # its callee quiet: the time is its own
+    busy = [*caller, ev(4, "c", EvidenceKind.METRIC_SHIFT, Signal.CPU, 200.0)]
+    assert type_of(busy, "a") is FaultType.MEMORY  # its callee anomalous: it may have waited on it
