@@ -1,5 +1,4 @@
-"""Rule `footprint`: memory that rose with the CPU, not before it and not further, is the CPU
-fault's footprint."""
+"""Rule `footprint`: memory that rose with the CPU, not before it, is the CPU fault's footprint."""
 
 from __future__ import annotations
 
@@ -12,12 +11,8 @@ def fold_memory_into_cpu(
 ) -> None:
     """A process that burns CPU allocates as it goes; a leak shows in memory first, and the
     CPU of its collector follows. Memory whose rise has no onset while the CPU's has one was
-    under way or creeping before: not folded. Nor is memory that moved further than the CPU
-    (`parts` are deviations, rca.fault_model.depth): a footprint is smaller than what leaves
-    it, and a leak's collector burns less than the leak grows."""
+    under way or creeping before: not folded."""
     if parts.get("cpu", 0.0) <= 0 or parts.get("mem", 0.0) <= 0:
-        return
-    if parts["mem"] > parts["cpu"]:
         return
     if cpu_began is not None and (mem_began is None or mem_began < cpu_began - ONSET_TOLERANCE):
         return
