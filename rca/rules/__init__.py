@@ -37,7 +37,7 @@ RULES: tuple[Rule, ...] = (
         "A signal that moved in most services at once is background: what points at a service "
         "is how far it stands above the others.",
     ),
-    Rule("footprint", "Memory that rose with the CPU, not before it and not further, is the CPU fault's footprint."),
+    Rule("footprint", "Memory that rose with the CPU, not before it, is the CPU fault's footprint."),
     Rule(
         "delays",
         "A delay is time lost where the service is: on its way in, or in its own work where no "
