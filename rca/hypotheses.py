@@ -22,7 +22,7 @@ from rca.evidence import Evidence, EvidenceId, EvidenceKind
 from rca.evidence.traces import NO_GAPS, GapShare
 from rca.fault_model import GATES, LOG_PART, PART_OF_SIGNAL, depth
 from rca.model import FaultType, Modality
-from rca.profiles import comovement, profile_step  # noqa: F401  (re-exported: the trace and the tests weigh profiles with it)
+from rca.profiles import comovement  # noqa: F401  (re-exported: the trace and the tests weigh profiles with it)
 from rca.rules.answers import earlier_caller
 from rca.rules.background import keep_what_stands_out
 from rca.rules.board import Board
@@ -108,7 +108,6 @@ def _components(
     # per (entity, log part): the summed deviation, and the part of it weighed by when it ran
     log_mass: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     began: dict[tuple[str, str], float] = {}  # (entity, "cpu" | "mem"): the earliest onset of that evidence
-    sampled: dict[str, list[Evidence]] = defaultdict(list)  # per entity, its own CPU and memory series
     seen: set[tuple[str, EvidenceKind, str, Signal]] = set()
     for ev in evidence:
         fact = (ev.entity, ev.kind, ev.subject, ev.signal)
@@ -126,7 +125,6 @@ def _components(
             sig.add(part + ("_host" if host else ""), depth(w, ev.score, model.metric_scale), ev)
             if part in ("cpu", "mem") and ev.onset is not None and not host:
                 began[(ev.entity, part)] = min(ev.onset, began.get((ev.entity, part), ev.onset))
-                sampled[ev.entity].append(ev)
         elif ev.kind in (EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_WRONG_ANSWER):  # its own work; wrong answers
             part = "own" if ev.kind is EvidenceKind.TRACE_SELF_TIME else "logerr"  # errors without an exception
             sig.add(part, depth(w, ev.score, model.trace_scale), ev)
@@ -158,13 +156,7 @@ def _components(
         out[entity].parts[part] = max(out[entity].parts[part], deep)
     if cfg.on("footprint"):
         for entity, sig in out.items():
-            fold_memory_into_cpu(
-                sig.parts,
-                sig.cites,
-                began.get((entity, "cpu")),
-                began.get((entity, "mem")),
-                profile_step(sampled[entity]),
-            )
+            fold_memory_into_cpu(sig.parts, sig.cites, began.get((entity, "cpu")), began.get((entity, "mem")))
     if cfg.on("background"):
         keep_what_stands_out({e: sig.parts for e, sig in out.items()}, cfg.background_quantile, graph.number_of_nodes())
     for sig in out.values():

@@ -839,27 +839,6 @@ def test_memory_that_rose_with_the_cpu_is_a_cpu_fault_and_memory_first_a_memory_
     assert fault(600.0, None)[0] == "memory"  # memory creeping or already up before the CPU rose
 
 
-def test_memory_more_than_a_sample_ahead_of_the_cpu_of_one_process_began_first() -> None:
-    # a leak's memory leads its collector's CPU by 20 s: within the skew forgiven between sources,
-    # but the two series are sampled together, every 5 s, so memory began first
-    graph = _with_quiet([("front", "a")])
-    window = Window(0.0, 1000.0)
-
-    def fault(cpu_onset: float, mem_onset: float, step: float | None) -> str:
-        profile = tuple((t, 0.0) for t in np.arange(0.0, 1000.0, step)) if step else ()
-        evidence = [
-            replace(_ev(1, "a", EvidenceKind.METRIC_SHIFT, Signal.CPU, 40.0, onset=cpu_onset), profile=profile),
-            replace(_ev(2, "a", EvidenceKind.METRIC_SHIFT, Signal.MEMORY, 200.0, onset=mem_onset), profile=profile),
-        ]
-        (top, *_) = score_hypotheses(evidence, graph=graph, window=window, symptom="front")
-        return top.fault_type.value
-
-    assert fault(500.0, 480.0, 5.0) == "memory"  # four samples ahead
-    assert fault(500.0, 480.0, None) == "cpu"  # no step known: within the skew forgiven
-    assert fault(500.0, 480.0, 30.0) == "cpu"  # within one sample: together
-    assert fault(500.0, 500.0, 5.0) == "cpu"  # the same sample: the hog's footprint
-
-
 def test_a_wrong_result_needs_error_logs_and_a_silenced_code_path_is_an_exception() -> None:
     graph = _with_quiet([("front", "a"), ("front", "b")])
     window = Window(0.0, 1000.0)
