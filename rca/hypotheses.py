@@ -30,7 +30,7 @@ from rca.rules.causality import Causality
 from rca.rules.changes import breaking_change, lift_changed, moved_by_restart
 from rca.rules.comovement import weigh_comovement
 from rca.rules.config import ScoringConfig
-from rca.rules.delays import delay_where_it_is
+from rca.rules.delays import place_delays
 from rca.rules.dominance import lift_dominant
 from rca.rules.endpoints import discount_endpoints
 from rca.rules.footprint import fold_memory_into_cpu
@@ -163,10 +163,12 @@ def _components(
         for part in list(sig.parts):
             strength = -math.expm1(-sig.parts[part])
             sig.parts[part] = strength * model.specificity.get(part, model.default_specificity)
-    anomalous = {e for e, sig in out.items() if any(v > 0 for v in sig.parts.values())}
-    for entity, sig in out.items():
-        waits = entity in graph and any(c in anomalous for c in graph.successors(entity) if c != entity)
-        delay_where_it_is(sig.parts, sig.cites, own_work=cfg.on("delays") and not waits)
+    place_delays(
+        {e: sig.parts for e, sig in out.items()},
+        {e: sig.cites for e, sig in out.items()},
+        graph,
+        own_work=cfg.on("delays"),
+    )
     return out
 
 
