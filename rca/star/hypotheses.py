@@ -23,7 +23,8 @@ def check(trace: Trace, ctx: AuditContext) -> list[Criterion]:
 
 def type_carried(trace: Trace, ctx: AuditContext) -> Criterion:
     """The leading hypothesis's fault type is one its service's own evidence shows the primary
-    sign of (a CPU fault its CPU, a delay its calls' time on the wire, an exception its logs)."""
+    sign of (a CPU fault its CPU, a delay time lost on its way in or in its own work, rule
+    `delays`; an exception its logs)."""
     if not trace.hypotheses:
         return Criterion(STAGE, "type_carried", 1.0, 1.0, "no hypothesis to check")
     ep = trace.evidence_package
