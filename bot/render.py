@@ -114,7 +114,9 @@ _FAULTS = {
     "cpu": "CPU saturation",
     "memory": "memory pressure",
     "disk": "disk pressure",
-    "network_delay": "network delay",
+    # the type's name is the papers' word; since rule delays it holds time lost on the way in or
+    # in the service's own work, so the verdict does not say "network" of a slow handler
+    "network_delay": "a delay (on its calls in or in its own work)",
     "network_loss": "packet loss",
     "exception": "errors (exceptions)",
     "wrong_result": "wrong results (code fault)",

@@ -183,6 +183,25 @@ def test_a_delay_read_only_from_metrics_is_named_in_the_doubt_line() -> None:
     assert "may be wrong" in warning and "seen at source" in warning and "only in its metrics" in warning
 
 
+def test_a_delay_is_not_called_a_network_delay_in_the_verdict() -> None:
+    """A delay may be time lost in the service's own work (rule delays): the verdict names a
+    delay, not the network."""
+    from rca.model import FaultType
+
+    trace = demo_trace()
+    top = trace.hypotheses[0]
+    (service, _, confidence, hid), *rest = trace.decision.ranking
+    delayed = replace(
+        trace,
+        hypotheses=(replace(top, fault_type=FaultType.NETWORK_DELAY), *trace.hypotheses[1:]),
+        decision=replace(trace.decision, ranking=((service, "network_delay", confidence, hid), *rest)),
+    )
+    a = audit(delayed, AuditContext(nx.DiGraph()))
+    v = Verdict("inv-1", "Frontend", Window(0, 600), delayed, a)
+    words = blockkit.as_text(render.verdict(v)[1]) + render.headline(v)
+    assert "delay (on its calls in or in its own work)" in words and "network delay" not in words
+
+
 def test_the_headline_says_likely_only_where_earned_and_names_leaders_the_evidence_cannot_part() -> None:
     from rca.calibration import shipped
 
