@@ -281,6 +281,17 @@ def bad_direction(metric: str) -> int:
     return -1 if set(words(metric)) & _GOOD_WHEN_HIGH else 1
 
 
+# a series of the calls a service makes, as it timed and counted them, not of those it answered:
+# OpenTelemetry's `http.client.*`, `ClientErrorRate`, Envoy's `upstream_rq_*`, `outbound`
+_CLIENT_SIDE = {"client", "outbound", "upstream"}
+
+
+def is_client_side(metric: str) -> bool:
+    """A series of the calls a service makes (their latency, their failures), which its
+    callees' faults move, as against one of the requests it answers."""
+    return bool(set(words(metric)) & _CLIENT_SIDE)
+
+
 _HOSTS = {"node", "host", "machine", "system"}
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from rca.errors import InputError
-from rca.signals import Signal, bad_direction, signal_of, words
+from rca.signals import Signal, bad_direction, is_client_side, signal_of, words
 from rca.sources.protocols import MetricQuery, MetricSource
 from rca.telemetry import Series
 
@@ -68,6 +68,8 @@ def renamed(metric: str, vocabulary: Vocabulary) -> str:
     signal = signal_of(metric)
     key = "errors_good" if signal is Signal.ERRORS and bad_direction(metric) < 0 else signal.value
     base = _NAMES[vocabulary][key]
+    if vocabulary is Vocabulary.OTEL and is_client_side(metric):  # the conventions name the calls made apart
+        base = base.replace("http.server.", "http.client.")
     sep = "." if vocabulary is Vocabulary.OTEL else "_"
     pct = [w for w in words(metric) if w.startswith("p") and w[1:].isdigit()]
     tag = hashlib.sha256(metric.encode()).hexdigest()[:4]

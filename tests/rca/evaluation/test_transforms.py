@@ -15,7 +15,7 @@ from rca.evaluation.protocols import LATE_LENGTH, LATE_SECONDS, Placement, Proto
 from rca.evaluation.transforms import Fleet, Resampled, crop, resample
 from rca.evaluation.vocabulary import Renamed, Vocabulary, renamed
 from rca.model import Modality
-from rca.signals import bad_direction, signal_of
+from rca.signals import bad_direction, is_client_side, signal_of
 from rca.sources.datasets import find_cases
 from rca.sources.memory import InMemoryMetrics
 from rca.sources.protocols import LogQuery, MetricQuery
@@ -54,6 +54,19 @@ def test_a_renamed_metric_means_the_same_signal_in_the_same_direction(
         assert signal_of(new) is signal_of(old), (old, new)
         assert bad_direction(new) == bad_direction(old), (old, new)
     assert renamed("PodServerLatencyP99(s)", vocabulary) == renamed("PodServerLatencyP99(s)", vocabulary)
+
+
+def test_otel_names_keep_the_side_of_the_call_a_series_measures() -> None:
+    """OpenTelemetry names the calls a service makes (`http.client.*`) apart from those it
+    answers (`http.server.*`): renamed, a client-side series stays one."""
+    for metric in ("ClientErrorRate(%)", "PodClientLatencyP99(s)"):
+        assert renamed(metric, Vocabulary.OTEL).startswith("http.client.") and is_client_side(
+            renamed(metric, Vocabulary.OTEL)
+        )
+    for metric in ("ErrorRate(%)", "PodServerLatencyP99(s)"):
+        assert renamed(metric, Vocabulary.OTEL).startswith("http.server.") and not is_client_side(
+            renamed(metric, Vocabulary.OTEL)
+        )
 
 
 def test_renamed_source_answers_queries_in_its_own_names() -> None:
