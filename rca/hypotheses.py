@@ -34,6 +34,7 @@ from rca.rules.delays import place_delays
 from rca.rules.dominance import lift_dominant
 from rca.rules.endpoints import discount_endpoints
 from rca.rules.footprint import fold_memory_into_cpu
+from rca.rules.raised import failing_answers
 from rca.rules.reach import discount_unreachable
 from rca.rules.timing import (
     ASKED_LATE,
@@ -149,7 +150,11 @@ def _components(
         elif ev.kind in (EvidenceKind.LOG_NEW_TEMPLATE, EvidenceKind.LOG_FREQUENCY_SHIFT):
             _add_mass(log_mass[(ev.entity, "lognew")], ev.score, w)
             sig.cites["lognew"].append(ev.id)
+    raised = failing_answers(evidence, _this_incident(evidence, ref, cfg)) if cfg.on("raised") else frozenset()
     for (entity, key), (mass, weighed) in log_mass.items():
+        if key == "logerr" and entity in raised:  # errors it answered with: ones it raised
+            key = "exc"
+            out[entity].cites["exc"].extend(out[entity].cites.pop("logerr", []))
         part = LOG_PART.get(key, key)
         # as strong as the deviation is, and as much this incident's as its weighed share
         deep = depth(weighed / mass if mass > 0 else 0.0, mass, model.log_scales[key])
@@ -170,6 +175,11 @@ def _components(
         own_work=cfg.on("delays"),
     )
     return out
+
+
+def _this_incident(evidence: Sequence[Evidence], ref: Reference, cfg: ScoringConfig) -> list[Evidence]:
+    """The evidence that moved its series the bad way in the incident asked about."""
+    return [ev for ev in evidence if degraded(ev) and not (cfg.on("timing") and elsewhere(ev, ref) is not None)]
 
 
 def _add_mass(mass: list[float], score: float, w: float) -> None:

@@ -43,6 +43,11 @@ RULES: tuple[Rule, ...] = (
         "A delay is time lost where the service is: on its way in, or in its own work where no "
         "anomalous callee and none of its own resources can account for it.",
     ),
+    Rule(
+        "raised",
+        "An error a service answered with is one it raised: the error lines it wrote while its own "
+        "answers failed report an exception, whatever their words.",
+    ),
     Rule("comovement", "A cause's metrics move with the symptom's."),
     Rule("reach", "A service the symptom does not call, even indirectly, cannot have caused it."),
     Rule(

@@ -464,3 +464,31 @@ def test_own_time_where_a_callee_is_anomalous_may_be_time_waited_on_it_and_is_no
     assert type_of(caller, "a") is FaultType.NETWORK_DELAY  # its callee quiet: the time is its own
     busy = [*caller, ev(4, "c", EvidenceKind.METRIC_SHIFT, Signal.CPU, 200.0)]
     assert type_of(busy, "a") is FaultType.MEMORY  # its callee anomalous: it may have waited on it
+
+
+def test_error_lines_a_service_wrote_while_its_own_answers_failed_report_an_exception() -> None:
+    # A service refuses half its requests with a 500 and logs each refusal in words no runtime
+    # uses for an exception; its own error rate rose. Its callers' failed calls rose too, but
+    # those are the calls they made, not answers they gave.
+    graph = nx.DiGraph([("front", "a"), ("front", "b")])
+    window = Window(0.0, 1000.0)
+
+    def ev(i: int, kind: EvidenceKind, subject: str, score: float, detail: str = "d") -> Evidence:
+        modality = Modality.METRICS if kind is EvidenceKind.METRIC_SHIFT else Modality.LOGS
+        return Evidence(EvidenceId(f"ev-{i}"), modality, kind, "a", subject, score, Signal.ERRORS, "q", detail, 500.0)
+
+    lines = ev(1, EvidenceKind.LOG_ERROR_SHIFT, "T1", 300.0, "ERROR 'request failed: quota exceeded' 30/min (new)")
+
+    def top(evidence: list[Evidence], config: ScoringConfig = ScoringConfig()) -> Hypothesis:
+        return score_hypotheses(evidence, graph=graph, window=window, symptom="front", config=config)[0]
+
+    assert top([lines]).fault_type is FaultType.WRONG_RESULT  # error lines alone: an error without an exception
+    failing = [lines, ev(2, EvidenceKind.METRIC_SHIFT, "ErrorRate(%)", 40.0)]
+    assert top(failing).fault_type is FaultType.EXCEPTION
+    assert "ev-1" in top(failing).evidence  # the exception cites the lines it wrote
+    assert top(failing, ScoringConfig(off=frozenset({"raised"}))).fault_type is FaultType.WRONG_RESULT
+    calling = [lines, ev(2, EvidenceKind.METRIC_SHIFT, "ClientErrorRate(%)", 40.0)]
+    assert top(calling).fault_type is FaultType.WRONG_RESULT  # its calls failed, not its answers
+    # an error rate that fell, or ran in another incident, says nothing of this incident's answers
+    fell = [lines, replace(ev(2, EvidenceKind.METRIC_SHIFT, "ErrorRate(%)", 40.0), direction=-1)]
+    assert top(fell).fault_type is FaultType.WRONG_RESULT
