@@ -173,6 +173,7 @@ def _components(
         {e: sig.cites for e, sig in out.items()},
         graph,
         own_work=cfg.on("delays"),
+        edge_share=edge_share,
     )
     return out
 

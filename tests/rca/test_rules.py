@@ -6,6 +6,7 @@ import networkx as nx
 
 from rca.changes import Change, ChangeKind
 from rca.evidence import Evidence, EvidenceId, EvidenceKind
+from rca.evidence.traces import NO_GAPS, GapShare
 from rca.hypotheses import Hypothesis, score_hypotheses
 from rca.model import FaultType, Modality
 from rca.rules import RULES
@@ -457,13 +458,16 @@ def test_own_time_where_a_callee_is_anomalous_may_be_time_waited_on_it_and_is_no
         ev(3, "a", EvidenceKind.METRIC_SHIFT, Signal.MEMORY, 4.0),
     ]
 
-    def type_of(evidence: list[Evidence], service: str) -> FaultType:
-        ranked = score_hypotheses(evidence, graph=graph, window=window, symptom="front")
+    def type_of(evidence: list[Evidence], service: str, share: GapShare = NO_GAPS) -> FaultType:
+        ranked = score_hypotheses(evidence, graph=graph, window=window, symptom="front", edge_share=lambda _: share)
         return next(h.fault_type for h in ranked if h.service == service)
 
     assert type_of(caller, "a") is FaultType.NETWORK_DELAY  # its callee quiet: the time is its own
     busy = [*caller, ev(4, "c", EvidenceKind.METRIC_SHIFT, Signal.CPU, 200.0)]
     assert type_of(busy, "a") is FaultType.MEMORY  # its callee anomalous: it may have waited on it
+    # its own side slowed its calls out before they left (a pool it waits for): no callee's doing
+    assert type_of(busy, "a", GapShare(0.0, 1.0, frozenset({"c"}))) is FaultType.NETWORK_DELAY
+    assert type_of(busy, "a", GapShare(1.0, 0.0, frozenset({"c"}))) is FaultType.MEMORY
 
 
 def test_error_lines_a_service_wrote_while_its_own_answers_failed_report_an_exception() -> None:
