@@ -150,7 +150,8 @@ def _components(
         elif ev.kind in (EvidenceKind.LOG_NEW_TEMPLATE, EvidenceKind.LOG_FREQUENCY_SHIFT):
             _add_mass(log_mass[(ev.entity, "lognew")], ev.score, w)
             sig.cites["lognew"].append(ev.id)
-    raised = failing_answers(evidence, _this_incident(evidence, ref, cfg)) if cfg.on("raised") else frozenset()
+    mine = (ev for ev in evidence if not (cfg.on("timing") and elsewhere(ev, ref) is not None))
+    raised = failing_answers(mine) if cfg.on("raised") else frozenset()
     for (entity, key), (mass, weighed) in log_mass.items():
         if key == "logerr" and entity in raised:  # errors it answered with: ones it raised
             key = "exc"
@@ -176,11 +177,6 @@ def _components(
         edge_share=edge_share,
     )
     return out
-
-
-def _this_incident(evidence: Sequence[Evidence], ref: Reference, cfg: ScoringConfig) -> list[Evidence]:
-    """The evidence that moved its series the bad way in the incident asked about."""
-    return [ev for ev in evidence if degraded(ev) and not (cfg.on("timing") and elsewhere(ev, ref) is not None)]
 
 
 def _add_mass(mass: list[float], score: float, w: float) -> None:
