@@ -1,5 +1,6 @@
 """Rule `changes`: the latest change (a deploy, a config push, a flag, a scaling, a rollback,
-a restart) right after which its service's own anomaly began, before any other service's, is
+a restart) right after which its service's own anomaly began and lasted while the change stood,
+before any other service's, is
 the first suspect and its fault the change, unless a neighbour whose anomaly began with it
 explains that anomaly; a change with no anomaly right after it explains nothing.
 
@@ -28,7 +29,14 @@ those process series, where they shifted right as their service restarted, are n
 against it at all (`moved_by_restart`): a fresh process is measured against the old one's
 normal, and a harmless deploy would otherwise stand as a memory or CPU fault for as long as the
 look-back holds the old process.
-"""
+
+Harm that follows a change lasts while the change stands: a version's defect, a pushed value,
+goes on for as long as the service runs it. Harm that ended while the changed service still ran
+it, with no later change (a rollback, the next version) to end it, was not the change's doing:
+the roll's own blip as one process hands over to the next, or a stall that passed by itself.
+And the neighbour that explains the harm may be named by it: where the changed service's calls
+failed right after the change naming a callee whose own anomaly began with them, the callee
+failed and the change only coincided, however little that callee's own signal weighs."""
 
 from __future__ import annotations
 
@@ -54,18 +62,12 @@ def breaking_change(
     harm beginning between the two, made before the symptom was degraded: the service and the
     change. `current`: the evidence of the incident asked about (rule `timing`); `began`: when
     the symptom's degradation began, where it is known."""
-    placed = [ev for ev in evidence if ev.id in current and ev.onset is not None and not ev.under_way and degraded(ev)]
-    found: tuple[str, Change] | None = None
+    placed = _placed(evidence, current)
+    found: tuple[str, Change, list[Evidence]] | None = None
     for c in sorted(changes, key=lambda c: c.time):
         if began is not None and c.time > began + ONSET_TOLERANCE:  # the incident was under way before it
             continue
-        after = [
-            ev
-            for ev in placed
-            if ev.entity == c.service
-            and (c.kind not in RESTARTS or not ev.of_process)  # a restart moves those by itself
-            and right_after(c, ev)
-        ]
+        after = harm_after(c, placed, changes)
         if not after:
             continue
         began = min(ev.onset for ev in after if ev.onset is not None)
@@ -75,8 +77,32 @@ def breaking_change(
             and c.time - ONSET_TOLERANCE <= ev.onset < began - ONSET_TOLERANCE
             for ev in placed
         ):
-            found = (c.service, c)
-    return found
+            found = (c.service, c, after)
+    if found is None:
+        return None
+    service, change, harm = found
+    if neighbour_began_with(change, harm, placed):  # the latest is explained: no change is to blame
+        return None
+    return service, change
+
+
+def _placed(evidence: Sequence[Evidence], current: frozenset[EvidenceId]) -> list[Evidence]:
+    """The harm of the incident asked about that time can place: this incident's evidence
+    (rule `timing`) with an onset inside the data, that moved its series the bad way."""
+    return [ev for ev in evidence if ev.id in current and ev.onset is not None and not ev.under_way and degraded(ev)]
+
+
+def harm_after(c: Change, placed: Sequence[Evidence], changes: Iterable[Change]) -> list[Evidence]:
+    """The harm to the changed service that began right after the change and lasted while it
+    stood; after a change that starts a new process, not the process's own series."""
+    return [
+        ev
+        for ev in placed
+        if ev.entity == c.service
+        and (c.kind not in RESTARTS or not ev.of_process)  # a restart moves those by itself
+        and right_after(c, ev)
+        and lasted(c, ev, changes)
+    ]
 
 
 def right_after(c: Change, ev: Evidence) -> bool:
@@ -84,6 +110,29 @@ def right_after(c: Change, ev: Evidence) -> bool:
     skew and sampling between a cause and its effect forgiven."""
     return (
         ev.onset is not None and c.time - ONSET_TOLERANCE <= ev.onset <= c.time + profile_step([ev]) + ONSET_TOLERANCE
+    )
+
+
+def lasted(c: Change, ev: Evidence, changes: Iterable[Change]) -> bool:
+    """The harm went on as long as the change stood: it still goes on, or it ended only once a
+    later change to the service (a rollback, the next version) replaced it. A version's defect
+    lasts while it runs, so harm over while the changed service still ran it (the roll's own
+    blip as one process hands over to the next, a passing stall) was not the change's doing."""
+    if ev.until is None:
+        return True
+    step = profile_step([ev])
+    return any(x.service == c.service and c.time < x.time <= ev.until + step + ONSET_TOLERANCE for x in changes)
+
+
+def neighbour_began_with(c: Change, harm: Sequence[Evidence], placed: Sequence[Evidence]) -> bool:
+    """Among the harm that followed the change are failed calls naming a callee whose own
+    anomaly began with them (from the change on, by the harm's onset): that neighbour explains
+    the harm, not the change."""
+    named = {p for ev in harm for p in ev.peers if p != c.service}
+    began = min(ev.onset for ev in harm if ev.onset is not None)
+    return any(
+        ev.entity in named and ev.onset is not None and c.time - ONSET_TOLERANCE <= ev.onset <= began + ONSET_TOLERANCE
+        for ev in placed
     )
 
 

@@ -354,14 +354,11 @@ def test_a_change_is_blamed_only_for_harm_of_this_incident_and_a_restart_only_fo
     # ... and moving the good way are not
     assert _ranked([*evidence, fds], graph, [Change("c", ChangeKind.CONFIG, 470.0)])[0].service == "b"
     # an anomaly over before the symptom's began is another incident's: no change is blamed for this one
+    # (ended as the push was reverted: the push's harm while it stood)
     over = replace(_shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 200.0), until=260.0)
-    assert _ranked([*evidence, over], graph, [Change("c", ChangeKind.CONFIG, 180.0)])[0].service == "b"
-    assert (
-        _ranked(
-            [*evidence, over], graph, [Change("c", ChangeKind.CONFIG, 180.0)], ScoringConfig(off=frozenset({"timing"}))
-        )[0].service
-        == "c"
-    )
+    pushed = [Change("c", ChangeKind.CONFIG, 180.0), Change("c", ChangeKind.CONFIG, 250.0)]
+    assert _ranked([*evidence, over], graph, pushed)[0].service == "b"
+    assert _ranked([*evidence, over], graph, pushed, ScoringConfig(off=frozenset({"timing"})))[0].service == "c"
 
 
 def test_the_incident_asked_about_begins_when_the_symptom_s_users_feel_it_not_when_its_process_moved() -> None:
@@ -496,3 +493,46 @@ def test_error_lines_a_service_wrote_while_its_own_answers_failed_report_an_exce
     # an error rate that fell, or ran in another incident, says nothing of this incident's answers
     fell = [lines, replace(ev(2, EvidenceKind.METRIC_SHIFT, "ErrorRate(%)", 40.0), direction=-1)]
     assert top(fell).fault_type is FaultType.WRONG_RESULT
+
+
+def test_harm_over_while_the_change_still_stood_was_not_its_doing() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("front", "c")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "error_rate", 40.0, Signal.ERRORS, 500.0)
+    strong = _shift(2, "b", "latency_seconds", 60.0, Signal.LATENCY, 500.0)
+    deploy = Change("c", ChangeKind.DEPLOY, 470.0)
+    going = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 490.0)
+    assert _ranked([symptom, strong, going], graph, [deploy])[0].service == "c"
+    # the same harm, over a minute and a half later while the new version still ran: the roll's
+    # own blip, not the version's defect
+    blip = replace(going, until=580.0)
+    assert _ranked([symptom, strong, blip], graph, [deploy])[0].service == "b"
+    # ended only once the change was rolled back: the version's, as long as it ran
+    rollback = Change("c", ChangeKind.ROLLBACK, 570.0)
+    assert _ranked([symptom, strong, blip], graph, [deploy, rollback])[0].service == "c"
+    assert _ranked([symptom, strong, blip], graph, [rollback, deploy])[0].service == "c"
+
+
+def test_failed_calls_after_a_change_naming_a_callee_harmed_from_the_same_moment_are_that_callee_s() -> None:
+    graph = nx.DiGraph([("front", "c"), ("c", "d"), ("front", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "error_rate", 40.0, Signal.ERRORS, 500.0)
+    strong = _shift(2, "b", "latency_seconds", 60.0, Signal.LATENCY, 500.0)
+    failing = Evidence(
+        EvidenceId("ev-3"),
+        Modality.LOGS,
+        EvidenceKind.LOG_DEPENDENCY_ERROR,
+        "c",
+        "upstream failure: d: TimeoutError",
+        8.0,
+        Signal.ERRORS,
+        "q",
+        "d",
+        490.0,
+        peers=("d",),
+    )
+    deploy = Change("c", ChangeKind.DEPLOY, 480.0)
+    assert _ranked([symptom, strong, failing], graph, [deploy])[0].service == "c"
+    # d's own store failing from the same moment (a weak signal, too weak to explain c by size)
+    stalled = _shift(4, "d", "error_rate", 0.5, Signal.ERRORS, 495.0)
+    assert _ranked([symptom, strong, failing, stalled], graph, [deploy])[0].fault_type is not FaultType.RELEASE
+    # d failing since long before the change, c unharmed until it: the change broke c's calls
+    assert _ranked([symptom, strong, failing, replace(stalled, onset=100.0)], graph, [deploy])[0].service == "c"
