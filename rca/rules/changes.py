@@ -1,8 +1,8 @@
 """Rule `changes`: the latest change (a deploy, a config push, a flag, a scaling, a rollback,
 a restart) right after which its service's own anomaly began and lasted while the change stood,
-before any other service's, is
-the first suspect and its fault the change, unless a neighbour whose anomaly began with it
-explains that anomaly; a change with no anomaly right after it explains nothing.
+before any other service's, is the first suspect and its fault the change, unless a neighbour
+whose anomaly began with it explains that anomaly; a change with no anomaly right after it
+explains nothing.
 
 A change is a fact with a time, not a deviation: it cannot outweigh the telemetry by size,
 only order it. So the rule asks only the order of events: the change, then the changed

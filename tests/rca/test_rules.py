@@ -502,8 +502,8 @@ def test_harm_over_while_the_change_still_stood_was_not_its_doing() -> None:
     deploy = Change("c", ChangeKind.DEPLOY, 470.0)
     going = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 490.0)
     assert _ranked([symptom, strong, going], graph, [deploy])[0].service == "c"
-    # the same harm, over a minute and a half later while the new version still ran: the roll's
-    # own blip, not the version's defect
+    # the same harm, over ninety seconds after it began while the new version still ran: the
+    # roll's own blip, not the version's defect
     blip = replace(going, until=580.0)
     assert _ranked([symptom, strong, blip], graph, [deploy])[0].service == "b"
     # ended only once the change was rolled back: the version's, as long as it ran
