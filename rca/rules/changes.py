@@ -62,7 +62,7 @@ def breaking_change(
     harm beginning between the two, made before the symptom was degraded: the service and the
     change. `current`: the evidence of the incident asked about (rule `timing`); `began`: when
     the symptom's degradation began, where it is known."""
-    placed = _placed(evidence, current)
+    placed = placed_harm(evidence, current)
     found: tuple[str, Change, list[Evidence]] | None = None
     for c in sorted(changes, key=lambda c: c.time):
         if began is not None and c.time > began + ONSET_TOLERANCE:  # the incident was under way before it
@@ -86,7 +86,7 @@ def breaking_change(
     return service, change
 
 
-def _placed(evidence: Sequence[Evidence], current: frozenset[EvidenceId]) -> list[Evidence]:
+def placed_harm(evidence: Sequence[Evidence], current: frozenset[EvidenceId]) -> list[Evidence]:
     """The harm of the incident asked about that time can place: this incident's evidence
     (rule `timing`) with an onset inside the data, that moved its series the bad way."""
     return [ev for ev in evidence if ev.id in current and ev.onset is not None and not ev.under_way and degraded(ev)]
