@@ -33,10 +33,7 @@ look-back holds the old process.
 Harm that follows a change lasts while the change stands: a version's defect, a pushed value,
 goes on for as long as the service runs it. Harm that ended while the changed service still ran
 it, with no later change (a rollback, the next version) to end it, was not the change's doing:
-the roll's own blip as one process hands over to the next, or a stall that passed by itself.
-And the neighbour that explains the harm may be named by it: where the changed service's calls
-failed right after the change naming a callee whose own anomaly began with them, the callee
-failed and the change only coincided, however little that callee's own signal weighs."""
+the roll's own blip as one process hands over to the next, or a stall that passed by itself."""
 
 from __future__ import annotations
 
@@ -63,7 +60,7 @@ def breaking_change(
     change. `current`: the evidence of the incident asked about (rule `timing`); `began`: when
     the symptom's degradation began, where it is known."""
     placed = placed_harm(evidence, current)
-    found: tuple[str, Change, list[Evidence]] | None = None
+    found: tuple[str, Change] | None = None
     for c in sorted(changes, key=lambda c: c.time):
         if began is not None and c.time > began + ONSET_TOLERANCE:  # the incident was under way before it
             continue
@@ -77,13 +74,8 @@ def breaking_change(
             and c.time - ONSET_TOLERANCE <= ev.onset < began - ONSET_TOLERANCE
             for ev in placed
         ):
-            found = (c.service, c, after)
-    if found is None:
-        return None
-    service, change, harm = found
-    if neighbour_began_with(change, harm, placed):  # the latest is explained: no change is to blame
-        return None
-    return service, change
+            found = (c.service, c)
+    return found
 
 
 def placed_harm(evidence: Sequence[Evidence], current: frozenset[EvidenceId]) -> list[Evidence]:
@@ -122,18 +114,6 @@ def lasted(c: Change, ev: Evidence, changes: Iterable[Change]) -> bool:
         return True
     step = profile_step([ev])
     return any(x.service == c.service and c.time < x.time <= ev.until + step + ONSET_TOLERANCE for x in changes)
-
-
-def neighbour_began_with(c: Change, harm: Sequence[Evidence], placed: Sequence[Evidence]) -> bool:
-    """Among the harm that followed the change are failed calls naming a callee whose own
-    anomaly began with them (from the change on, by the harm's onset): that neighbour explains
-    the harm, not the change."""
-    named = {p for ev in harm for p in ev.peers if p != c.service}
-    began = min(ev.onset for ev in harm if ev.onset is not None)
-    return any(
-        ev.entity in named and ev.onset is not None and c.time - ONSET_TOLERANCE <= ev.onset <= began + ONSET_TOLERANCE
-        for ev in placed
-    )
 
 
 def moved_by_restart(evidence: Iterable[Evidence], changes: Iterable[Change]) -> frozenset[EvidenceId]:

@@ -510,29 +510,3 @@ def test_harm_over_while_the_change_still_stood_was_not_its_doing() -> None:
     rollback = Change("c", ChangeKind.ROLLBACK, 570.0)
     assert _ranked([symptom, strong, blip], graph, [deploy, rollback])[0].service == "c"
     assert _ranked([symptom, strong, blip], graph, [rollback, deploy])[0].service == "c"
-
-
-def test_failed_calls_after_a_change_naming_a_callee_harmed_from_the_same_moment_are_that_callee_s() -> None:
-    graph = nx.DiGraph([("front", "c"), ("c", "d"), ("front", "b")] + [("front", f"quiet-{k}") for k in range(6)])
-    symptom = _shift(1, "front", "error_rate", 40.0, Signal.ERRORS, 500.0)
-    strong = _shift(2, "b", "latency_seconds", 60.0, Signal.LATENCY, 500.0)
-    failing = Evidence(
-        EvidenceId("ev-3"),
-        Modality.LOGS,
-        EvidenceKind.LOG_DEPENDENCY_ERROR,
-        "c",
-        "upstream failure: d: TimeoutError",
-        8.0,
-        Signal.ERRORS,
-        "q",
-        "d",
-        490.0,
-        peers=("d",),
-    )
-    deploy = Change("c", ChangeKind.DEPLOY, 480.0)
-    assert _ranked([symptom, strong, failing], graph, [deploy])[0].service == "c"
-    # d's own store failing from the same moment (a weak signal, too weak to explain c by size)
-    stalled = _shift(4, "d", "error_rate", 0.5, Signal.ERRORS, 495.0)
-    assert _ranked([symptom, strong, failing, stalled], graph, [deploy])[0].fault_type is not FaultType.RELEASE
-    # d failing since long before the change, c unharmed until it: the change broke c's calls
-    assert _ranked([symptom, strong, failing, replace(stalled, onset=100.0)], graph, [deploy])[0].service == "c"
