@@ -7,7 +7,10 @@ whose window (as the protocol places it) reaches the next labelled fault's start
 labels alone (no engine runs), and, given an `rcabot eval --json` result of that protocol,
 how many of each kind lats got right, how many of its wrong first places name the service of
 another labelled fault that began inside the window (an incident the window does hold), and
-the same for the verdicts it would call "likely".
+the same for the verdicts it would call "likely". Where the labels say how long each fault ran
+(a lab recording's `seconds`), it also counts the cases that began while the previous fault of
+their dataset still ran (two incidents going at once in any window that holds both starts), and
+how many of those lats got right.
 
 usage: python -m bench.overlap PATH [PATH ...] [--protocol late] [--results EVAL.json ...]
 """
@@ -21,6 +24,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from bench.late_ended import length_of, lengths
 from rca.evaluation.protocols import parse_protocol
 from rca.model import IncidentCase
 from rca.sources.datasets import find_cases
@@ -48,6 +52,27 @@ async def held(cases: list[IncidentCase], protocol: str) -> dict[str, tuple[bool
         later = [s for s, _, _ in faults if s > c.label.start]
         inside = frozenset(svc for s, svc, i in faults if i != str(c.id) and window.start <= s <= window.end)
         out[str(c.id)] = (bool(later) and min(later) < window.end, inside)
+    return out
+
+
+def still_running(cases: list[IncidentCase], ran: dict[tuple[str, float], float]) -> dict[str, bool]:
+    """Per case id whose dataset's labels say how long its faults ran: whether the previous
+    labelled fault of its dataset was still running when it began."""
+    starts: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for c in cases:
+        if c.label.start is not None:
+            starts[c.incident.dataset].append((c.label.start, c.label.service))
+    out = {}
+    for c in cases:
+        if c.label.start is None or length_of(ran, c.label.service, c.label.start) is None:
+            continue
+        before = [(s, svc) for s, svc in starts[c.incident.dataset] if s < c.label.start]
+        if not before:
+            out[str(c.id)] = False
+            continue
+        start, service = max(before)
+        length = length_of(ran, service, start)
+        out[str(c.id)] = length is not None and start + length > c.label.start
     return out
 
 
@@ -91,6 +116,23 @@ def main(argv: list[str] | None = None) -> int:
             return f"{sum(right.get(i, False) for i in group)}" if right else "-"
 
         print(f"{dataset:<22} {len(ids):>5} {len(hit):>10} {rights(hit):>11} {len(clean):>5} {rights(clean):>11}")
+    running = still_running(cases, {k: v for path in args.paths for k, v in lengths(path).items()})
+    if running:
+        print(
+            f"\n{'dataset':<22} {'timed':>5} {'began while the previous ran':>28} {'right there':>11} {'right else':>10}"
+        )
+
+        def share(group: list[str]) -> str:
+            return f"{sum(right.get(i, False) for i in group)}/{len(group)}" if right else "-"
+
+        for dataset, ids in sorted(by_set.items()):
+            timed = [i for i in ids if i in running]
+            both = [i for i in timed if running[i]]
+            alone = [i for i in timed if not running[i]]
+            print(f"{dataset:<22} {len(timed):>5} {len(both):>28} {share(both):>11} {share(alone):>10}")
+        both = [i for i, on in running.items() if on]
+        alone = [i for i, on in running.items() if not on]
+        print(f"{'all':<22} {len(running):>5} {len(both):>28} {share(both):>11} {share(alone):>10}")
     if right:
         print(
             f"\n{'dataset':<22} {'wrong':>5} {'naming a fault begun inside':>28} {'likely':>6} {'right':>5} "

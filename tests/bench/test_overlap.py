@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.overlap import held, main
+from bench.overlap import held, main, still_running
 from rca.sources.datasets import find_cases
 
 LAB = Path(__file__).resolve().parents[1] / "data" / "lab-0"
@@ -41,3 +41,17 @@ def test_a_wrong_first_place_naming_a_fault_begun_in_the_window_is_counted(
     last = capsys.readouterr().out.strip().splitlines()[-1].split()
     # wrong 1, naming a fault begun inside 1, likely 1, right 0, wrong naming one 1
     assert last[1:] == ["1", "1", "1", "0", "1"]
+
+
+def test_a_fault_begun_while_the_previous_one_ran_is_told_from_the_labels_lengths() -> None:
+    cases = find_cases(LAB)
+    starts = {(c.label.service, c.label.start) for c in cases if c.label.start is not None}
+    first = {
+        min(c.label.start for c in cases if c.incident.dataset == d and c.label.start)
+        for d in {c.incident.dataset for c in cases}
+    }
+    short = still_running(cases, {key: 1.0 for key in starts})
+    assert short and not any(short.values())  # each fault over in a second: none overlaps
+    long = still_running(cases, {key: 1e6 for key in starts})
+    assert {i for i, on in long.items() if not on} == {str(c.id) for c in cases if c.label.start in first}
+    assert still_running(cases, {}) == {}  # no lengths known: nothing said
