@@ -18,6 +18,7 @@ from rca.evidence.metric_tools import MetricTools
 from rca.evidence.reading import BULK, ToolResult
 from rca.evidence.trace_tools import TraceTools
 from rca.model import Incident
+from rca.rules.config import ScoringConfig
 
 SCAN_LEADS = (
     3  # a scan's first leads: what a sound investigation has examined (the search reads them, the audit checks)
@@ -36,7 +37,9 @@ class Toolbox(MetricTools, LogTools, TraceTools):
         peer_spread: bool = True,
         silences: bool = True,
         wrong_answers: bool = True,
+        scoring: ScoringConfig | None = None,
     ) -> None:
+        self.scoring = scoring or ScoringConfig()  # how a scan weighs what it reads: the engine's rules
         super().__init__(
             incident,
             budget=budget,
@@ -110,6 +113,7 @@ class Toolbox(MetricTools, LogTools, TraceTools):
             symptom=self.incident.symptom,
             modalities=self.modalities(),
             edge_share=self.edge_share,
+            config=self.scoring,
             alert_time=self.incident.alert_time,
             changes=self.incident.changes,
         )

@@ -239,6 +239,21 @@ def test_before_deciding_the_search_examines_what_each_of_its_scans_flagged_firs
     assert flagged and flagged <= trace.evidence_package.examined
 
 
+def test_a_rule_switched_off_is_off_in_the_scans_that_choose_what_the_search_reads_too(case: IncidentCase) -> None:
+    from rca.evidence.toolbox import SCAN_LEADS, Toolbox
+    from rca.rules.config import ScoringConfig
+
+    def flagged(scoring: ScoringConfig) -> set[str]:
+        box = Toolbox(case.incident, scoring=scoring)
+        return {lead for m in ("metrics", "logs", "traces") for lead in asyncio.run(box.scan(m)).leads[:SCAN_LEADS]}
+
+    without = flagged(ScoringConfig(off=frozenset({"timing"})))
+    assert without - flagged(ScoringConfig())  # the switch changes what a scan flags first here
+    ablated = build_engine("lats", ablation="rule:timing")
+    trace = from_json(asyncio.run(ablated.investigate(case.incident)).trace)  # type: ignore[arg-type]
+    assert without <= trace.evidence_package.examined
+
+
 def test_an_endpoint_suspect_is_checked_against_its_callers_other_callees() -> None:
     import networkx as nx
 
