@@ -23,6 +23,7 @@ from rca.evidence.traces import NO_GAPS, GapShare
 from rca.fault_model import GATES, LOG_PART, PART_OF_SIGNAL, depth
 from rca.model import FaultType, Modality
 from rca.profiles import comovement  # noqa: F401  (re-exported: the trace and the tests weigh profiles with it)
+from rca.rules.answers import earlier_caller
 from rca.rules.background import keep_what_stands_out
 from rca.rules.board import Board
 from rca.rules.causality import Causality
@@ -354,14 +355,17 @@ def _apply_rules(
     explained: dict[str, float | None] = {}  # by an anomalous neighbour: when its anomaly began
     for entity, value in values.items():
         why = "strongest localised evidence" if value > 0 else ""
-        if (
-            entity in board.graph
-            and cfg.on("victims")
-            and (callee := explaining_callee(entity, values, board, when, terms))
-        ):
-            value *= victim_share(entity, callee, board, terms)
-            why = f"explained in part by anomalous callee {callee}"
-            explained[entity] = when.began.get(callee)
+        if entity in board.graph:
+            if cfg.on("victims") and (callee := explaining_callee(entity, values, board, when, terms)):
+                value *= victim_share(entity, callee, board, terms)
+                why = f"explained in part by anomalous callee {callee}"
+                explained[entity] = when.began.get(callee)
+            elif cfg.on("answers") and (
+                caller := earlier_caller(entity, values, board, when, ratio=cfg.victim_ratio, hops=cfg.victim_hops)
+            ):
+                value *= cfg.victim_factor
+                why = f"began after anomalous caller {caller}"
+                explained[entity] = when.began.get(caller)
         out[entity] = (value, why)
     released: frozenset[str] = frozenset()
     if cfg.on("changes") and board.changes:

@@ -71,6 +71,11 @@ RULES: tuple[Rule, ...] = (
         "Where a service's failed calls name their callee, only that callee, or what lies behind it, explains them.",
     ),
     Rule(
+        "answers",
+        "A callee whose anomaly began well after an anomalous caller's work (its calls, answers and logs, "
+        "not its process's own resources) is answering the caller's changed calls.",
+    ),
+    Rule(
         "changes",
         "The latest change right after which harm to its service began in this incident and lasted while "
         "the change stood (not what a restart moves by itself), before any other service's and before the "

@@ -18,6 +18,9 @@ class Causality:
     failed_on: dict[str, set[str]]  # the callees each service's failed calls name
     going: frozenset[str] = frozenset()  # entities whose cited anomaly of this incident goes on at the close
     slowed: dict[str, bool] = field(default_factory=dict)  # per call "a->b" seen slowed: whether it still is
+    # when each entity's anomaly in its work began (its calls, answers, logs and spans), not in
+    # its process's own resources (Evidence.of_process): what changes the calls it sends
+    working: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -40,6 +43,7 @@ class Causality:
         # from the evidence the entity's hypothesis cites, or from any of its evidence where
         # none of that is placed
         began = earliest_onsets(evidence) | earliest_onsets(ev for ev in evidence if ev.id in cited.get(ev.entity, ()))
+        working = earliest_onsets(ev for ev in evidence if not ev.of_process)
         fresh = {ev.entity for ev in evidence if ev.onset is not None and not ev.under_way}
         under_way = {ev.entity for ev in evidence if ev.onset is not None} - fresh
         going = frozenset(ev.entity for ev in evidence if ev.until is None and ev.id in cited.get(ev.entity, ()))
@@ -47,7 +51,7 @@ class Causality:
         for ev in everything:
             if ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
                 slowed[ev.subject] = slowed.get(ev.subject, False) or ev.until is None
-        return cls(active, began, under_way, failed_on, going, slowed)
+        return cls(active, began, under_way, failed_on, going, slowed, working)
 
     def was_active(self, entity: str, when: float | None) -> bool:
         """Some anomaly of the entity had begun by `when` and not yet ended (unknown times do

@@ -393,6 +393,27 @@ def test_what_a_restart_moves_in_its_own_process_is_no_evidence_against_the_serv
     assert _ranked(evidence, graph, [Change("c", ChangeKind.DEPLOY, 200.0)])[0].service == "c"
 
 
+def test_a_callee_answers_its_caller_s_changed_calls_only_where_the_caller_s_work_changed_first() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "latency_seconds", 30.0, Signal.LATENCY, 500.0)
+    callee = _shift(2, "b", "latency_seconds", 40.0, Signal.LATENCY, 500.0)
+
+    def why(caller: Evidence, config: ScoringConfig = ScoringConfig()) -> str:
+        ranked = score_hypotheses(
+            [symptom, callee, caller], graph=graph, window=Window(0.0, 1000.0), symptom="front", config=config
+        )
+        return next(h.rationale for h in ranked if h.service == "b")
+
+    # the caller's calls slowed well before the callee moved: the callee answers them
+    assert "began after anomalous caller a" in why(_shift(3, "a", "latency_seconds", 40.0, Signal.LATENCY, 200.0))
+    # memory or descriptors the caller has held since then change no call it sends
+    for subject, signal in (("rss_bytes", Signal.MEMORY), ("open_fds", Signal.OTHER), ("cpu_seconds", Signal.CPU)):
+        assert "began after anomalous caller" not in why(_shift(3, "a", subject, 40.0, signal, 200.0))
+    # the switch: without the rule, no callee is ever said to answer its caller
+    slowed = _shift(3, "a", "latency_seconds", 40.0, Signal.LATENCY, 200.0)
+    assert "began after anomalous caller" not in why(slowed, ScoringConfig(off=frozenset({"answers"})))
+
+
 def test_a_delay_is_time_lost_where_the_service_is_on_its_way_in_or_in_its_own_work() -> None:
     # A slow handler: the service's own work (its spans' self time) and its latency grew, and its
     # memory a little with the requests it holds; nothing waited on its way in.

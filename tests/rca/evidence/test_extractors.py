@@ -925,6 +925,23 @@ def test_a_statement_whose_lines_changed_shape_did_not_stop() -> None:
     assert all(score > -3 for score in drops("Impl#548"))
 
 
+def test_a_callee_whose_anomaly_began_well_after_its_caller_s_answers_it() -> None:
+    graph = _with_quiet([("front", "a"), ("a", "b")])
+    window = Window(0.0, 1000.0)
+
+    def rationale(b_onset: float) -> str:
+        evidence = [
+            _log(1, "a", EvidenceKind.LOG_PATH_CUT, 20.0, "20 of 30 traces wrote 'start' without 'done'"),
+            _ev(2, "b", EvidenceKind.METRIC_SHIFT, Signal.CPU, 12.0, onset=b_onset),
+        ]
+        return {
+            h.service: h.rationale for h in score_hypotheses(evidence, graph=graph, window=window, symptom="front")
+        }["b"]
+
+    assert "began after anomalous caller a" in rationale(800.0)  # a's cut began at 500
+    assert "caller" not in rationale(520.0)  # within the clocks' tolerance
+
+
 def test_a_caller_is_a_suspect_from_when_the_evidence_it_is_suspected_on_began() -> None:
     # a's weak latency began early, its cut code path later, just before its callee b threw
     graph = _with_quiet([("front", "a"), ("a", "b")])

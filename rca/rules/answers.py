@@ -1,0 +1,37 @@
+"""Rule `answers`: a callee whose anomaly began well after an anomalous caller's work is
+answering the caller's changed calls.
+
+A caller changes the calls it sends only through its work (what it sends, answers and logs),
+never through its process's own resources: memory it kept, descriptors it holds or CPU it burnt
+since an earlier incident say nothing of its calls, so only an anomaly in its work places the
+caller before its callee."""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from rca.rules.board import Board
+from rca.rules.causality import Causality
+from rca.topology import in_causal_order
+
+
+def earlier_caller(
+    entity: str, values: dict[str, float], board: Board, when: Causality, *, ratio: float, hops: int
+) -> str | None:
+    """A caller that stands out about as much (at least `ratio` of the callee's value) and
+    whose anomaly in its work began in the window well before this callee's: the callee most
+    likely answers its changed calls (retries, a new mix of requests) rather than causing
+    them."""
+    if entity not in when.began:
+        return None
+    ups = nx.single_source_shortest_path_length(board.graph.reverse(copy=False), entity, cutoff=hops)
+    earlier = [
+        c
+        for c in ups
+        if c != entity
+        and c in when.working
+        and values.get(c, 0.0) >= values[entity] * ratio
+        and c not in when.under_way
+        and not in_causal_order(when.began[entity], when.working[c])
+    ]
+    return max(earlier, key=lambda c: values[c]) if earlier else None
