@@ -58,20 +58,23 @@ def breaking_change(
     """The latest change right after which harm to its service began, no other service's
     harm beginning between the two, made before the symptom was degraded: the service and the
     change. `current`: the evidence of the incident asked about (rule `timing`); `began`: when
-    the symptom's degradation began, where it is known."""
+    the symptom's degradation began, where it is known. A change made once the harm of an
+    earlier one was under way began nothing either."""
     placed = placed_harm(evidence, current)
     found: tuple[str, Change] | None = None
+    under_way = began  # since when the incident was under way: the symptom's, then each breaking change's harm
     for c in sorted(changes, key=lambda c: c.time):
-        if began is not None and c.time > began + ONSET_TOLERANCE:  # the incident was under way before it
+        if under_way is not None and c.time > under_way + ONSET_TOLERANCE:
             continue
         after = harm_after(c, placed, changes)
         if not after:
             continue
-        began = min(ev.onset for ev in after if ev.onset is not None)
+        harmed = min(ev.onset for ev in after if ev.onset is not None)
+        under_way = harmed
         if not any(
             ev.entity != c.service
             and ev.onset is not None
-            and c.time - ONSET_TOLERANCE <= ev.onset < began - ONSET_TOLERANCE
+            and c.time - ONSET_TOLERANCE <= ev.onset < harmed - ONSET_TOLERANCE
             for ev in placed
         ):
             found = (c.service, c)
