@@ -37,9 +37,9 @@ class Toolbox(MetricTools, LogTools, TraceTools):
         peer_spread: bool = True,
         silences: bool = True,
         wrong_answers: bool = True,
-        scoring: ScoringConfig | None = None,
+        scoring: ScoringConfig = ScoringConfig(),
     ) -> None:
-        self.scoring = scoring or ScoringConfig()  # how a scan weighs what it reads: the engine's rules
+        self.scoring = scoring  # how a scan weighs what it reads: the engine's rules
         super().__init__(
             incident,
             budget=budget,
