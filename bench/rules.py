@@ -13,12 +13,11 @@ usage: python -m bench.rules RESULT.json[.gz] [...] [--cases]
 from __future__ import annotations
 
 import argparse
-import ast
-import gzip
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from rca.evaluation.results import read, saved_outcome
 
 BASE = "lats"
 SWITCHED_OFF = "lats-no-rule:"  # how `rcabot eval --ablate rule:NAME` names the engine without it
@@ -29,35 +28,22 @@ class Delta:
     """What a rule's absence changed on one file's cases, against the engine with it."""
 
     first: int  # first places right without it, less those with it
-    typed: int  # the same for first places right with the labelled fault type
+    typed: int  # the same for first places whose fault type is the labelled one
     gained: tuple[str, ...]  # cases right without it and wrong with it
     lost: tuple[str, ...]  # cases right with it and wrong without it
 
 
-Firsts = dict[str, dict[str, tuple[bool, bool]]]  # engine -> case -> (service right, type right too)
-
-
-def _ranking(case: Mapping[str, object]) -> list[Mapping[str, object]]:
-    ranking = case.get("ranking") or []
-    if isinstance(ranking, str):  # an older result keeps it as the list's text
-        ranking = ast.literal_eval(ranking)
-    return list(ranking)  # type: ignore[call-overload]
+Firsts = dict[str, dict[str, tuple[bool, bool]]]  # engine -> case -> (first place right, its type right)
 
 
 def firsts(path: Path) -> Firsts:
     """Per engine and case of one `rcabot eval --json` file: whether its first place is the
-    labelled service, and whether with the labelled fault type as well."""
-    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    labelled service, and whether its type is the labelled one (as the results page counts
+    them)."""
     out: Firsts = {}
-    for case in json.loads(raw)["cases"]:
-        truth = case["truth"]
-        ranking = _ranking(case)
-        top = ranking[0] if ranking else {}
-        right = top.get("service") == truth["service"]
-        out.setdefault(case["engine"], {})[case["case_id"]] = (
-            right,
-            right and top.get("fault_type") == truth.get("fault_type"),
-        )
+    for case in read(path)["cases"]:
+        o = saved_outcome(case)
+        out.setdefault(o.engine, {})[o.case_id] = (o.right, o.top_fault == o.truth_fault)
     return out
 
 

@@ -79,7 +79,7 @@ def read_cases(evaluations: Iterable[tuple[str, dict]]) -> dict[tuple[str, str, 
     cal = shipped()
     out: dict[tuple[str, str, str], list[_Read]] = {}
     for key, cases in groups.items():
-        outcomes = [_outcome(c) for c in cases]
+        outcomes = [saved_outcome(c) for c in cases]
         feats = [case_features(c) for c in cases]
         right = [o.right for o in outcomes]
         out[key] = [
@@ -146,7 +146,7 @@ def lab_pool(set_name: str) -> str:
     return LAB_POOL if set_name.startswith(LAB_PREFIX) else set_name
 
 
-def _outcome(case: dict) -> Outcome:
+def saved_outcome(case: dict) -> Outcome:
     """A saved case as the evaluation's own Outcome, so that every figure is computed one way."""
     ranking = case["ranking"]
     audit = case.get("audit")

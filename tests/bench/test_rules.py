@@ -13,14 +13,16 @@ from bench.rules import deltas, firsts, free, main
 
 
 def _write(path: Path, answers: dict[str, list[tuple[str, str]]]) -> Path:
-    """A result file: per engine, each case's first place (service, type); every case's label
-    is (a, cpu)."""
+    """A result file as `rcabot eval --json` writes it: per engine, each case's first place
+    (service, type); every case's label is (a, cpu)."""
     rows = [
         {
             "engine": engine,
+            "dataset": "set",
             "case_id": f"case-{i}",
             "truth": {"service": "a", "fault_type": "cpu"},
             "ranking": [{"service": s, "fault_type": t, "score": 0.5}],
+            "seconds": 0.1,
         }
         for engine, tops in answers.items()
         for i, (s, t) in enumerate(tops)
@@ -53,7 +55,7 @@ def test_a_rule_whose_absence_costs_a_case_anywhere_is_not_free(
         tmp_path / "three.json.gz",
         {
             "lats": [("a", "cpu"), ("a", "cpu")],
-            "lats-no-rule:x": [("a", "cpu"), ("c", "cpu")],
+            "lats-no-rule:x": [("a", "cpu"), ("c", "cpu")],  # a first place lost, its type kept (as the page counts)
             "lats-no-rule:y": [("a", "cpu")] * 2,
         },
     )
@@ -61,7 +63,7 @@ def test_a_rule_whose_absence_costs_a_case_anywhere_is_not_free(
     assert free(table) == ["y"]
     assert main([str(one), str(two), str(worse), "--cases"]) == 0
     out = capsys.readouterr().out
-    assert "| x | +0 / +1 | +0 / +0 | -1 / -1 |" in out
+    assert "| x | +0 / +1 | +0 / +0 | -1 / +0 |" in out
     assert "costs nothing anywhere: y" in out
     assert "one y: gains case-2; loses case-0" in out
 
