@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
-import json
 from collections import defaultdict
 from pathlib import Path
 
 from bench.late_ended import length_of, lengths
 from rca.evaluation.protocols import parse_protocol
+from rca.evaluation.results import read
 from rca.model import IncidentCase
 from rca.sources.datasets import find_cases
 
@@ -95,8 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     other: dict[str, bool] = {}  # a wrong first place naming a fault begun in the window
     likely: dict[str, bool] = {}
     for path in args.results:
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        for r in json.loads(raw)["cases"]:
+        for r in read(path)["cases"]:
             if r["engine"] == "lats" and r["case_id"] in holding:
                 first = r["ranking"][0]["service"] if r["ranking"] else None
                 right[r["case_id"]] = first == r["truth"]["service"]

@@ -36,7 +36,7 @@ def test_a_wrong_first_place_naming_a_fault_begun_in_the_window_is_counted(
         for c in cases
     ]
     path = tmp_path / "late.json.gz"
-    path.write_bytes(gzip.compress(json.dumps({"cases": rows}).encode()))
+    path.write_bytes(gzip.compress(json.dumps({"version": 4, "cases": rows}).encode()))
     assert main([str(LAB), "--protocol", "late", "--results", str(path)]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1].split()
     # wrong 1, naming a fault begun inside 1, likely 1, right 0, wrong naming one 1
