@@ -316,7 +316,8 @@ def live_runs(n: int, seed: int, repeat: int, work: Path) -> LiveRuns:
     """Backfill a real Prometheus with N services (live_system) in `work` and investigate
     through the bot's live telemetry `repeat` times."""
     from bot.backfill import serving
-    from bot.telemetry import LiveConfig, LiveTelemetry
+    from bot.config import LiveConfig
+    from bot.telemetry import LiveTelemetry
 
     work.mkdir(parents=True, exist_ok=True)
     om = work / "metrics.om"

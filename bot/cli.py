@@ -10,7 +10,6 @@ import os
 import sys
 from pathlib import Path
 
-from bot import commands, lab_command, measuring
 from rca.engines import engine_names
 from rca.engines.lats import ABLATIONS
 from rca.errors import RcaError
@@ -236,25 +235,37 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    # a command's module is loaded when it runs: an evaluation need not hold the bot's server,
+    # its broker clients and the live backends' HTTP stack in memory
+    if args.command in ("eval", "rules", "report", "calibrate", "eval-star"):
+        from bot import measuring
+
+        match args.command:
+            case "eval":
+                return await measuring.do_eval(args)
+            case "rules":
+                return measuring.do_rules()
+            case "report":
+                return measuring.do_report(args)
+            case "calibrate":
+                return measuring.do_calibrate(args)
+            case "eval-star":
+                return await measuring.do_eval_star(args)
+    if args.command == "lab":
+        from bot import lab_command
+
+        return await lab_command.do_lab(args)
+    from bot import commands
+
     match args.command:
         case "cases":
             return commands.do_cases(args.path)
         case "investigate":
             return await commands.do_investigate(args)
-        case "eval":
-            return await measuring.do_eval(args)
         case "demo":
             return await commands.do_demo()
-        case "rules":
-            return measuring.do_rules()
-        case "report":
-            return measuring.do_report(args)
-        case "calibrate":
-            return measuring.do_calibrate(args)
         case "audit":
             return await commands.do_audit(args)
-        case "eval-star":
-            return await measuring.do_eval_star(args)
         case "verify":
             return await commands.do_verify(args)
         case "repair":
@@ -269,8 +280,6 @@ async def _run(args: argparse.Namespace) -> int:
             return await commands.do_snapshot(args)
         case "backfill-prometheus":
             return await commands.do_backfill(args)
-        case "lab":
-            return await lab_command.do_lab(args)
     raise AssertionError(args.command)
 
 

@@ -18,8 +18,8 @@ from typing import Any
 import jsonschema
 import networkx as nx
 
-from bot.config import check_url, read_settings
-from bot.telemetry import LiveConfig, embedded_data, telemetry_from
+from bot.config import LiveConfig, check_url, read_settings, reasoner_of
+from bot.telemetry import embedded_data, telemetry_from
 from bot.terminal import (
     render_audit,
     render_diagnosis,
@@ -32,7 +32,6 @@ from rca.engines.lats import SearchEngine, diagnosis_of
 from rca.errors import InputError, RcaError
 from rca.evidence.toolbox import Toolbox
 from rca.model import Diagnosis, Incident
-from rca.reasoners import Reasoner
 from rca.replay import replay_incident
 from rca.search.events import Finished
 from rca.sources.change_files import CHANGES_FILE
@@ -52,14 +51,6 @@ from rca.trace_json import from_json
 from rca.trace_json import to_json as trace_json
 from storage.investigations import Store
 from storage.repair_memory import SqlRepairMemory
-
-
-def reasoner_of(args: argparse.Namespace) -> Reasoner:
-    settings = read_settings()
-    if args.reasoner == "claude" and not settings.anthropic_api_key:
-        raise InputError("--reasoner claude needs ANTHROPIC_API_KEY")
-    chosen = args.reasoner or settings.reasoner
-    return replace(settings, reasoner=chosen).build_reasoner()
 
 
 async def _incident_from(args: argparse.Namespace) -> tuple[Incident, LiveConfig]:

@@ -2,21 +2,42 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from bot.telemetry import LiveConfig
 from rca.errors import InputError
 from rca.reasoners import Reasoner
 from rca.reasoners.claude import DEFAULT_MODEL, ClaudeConfig
 from rca.reasoners.offline import OfflineReasoner
 from rca.timestamps import parse_timestamp
 from storage.database import record
+
+
+@dataclass(frozen=True, slots=True)
+class LiveConfig:
+    """Live backends; each one present replaces that modality of the replayed data (if any)."""
+
+    prometheus_url: str = ""
+    prom_mapping: Path | None = None
+    loki_url: str = ""
+    loki_label: str = "service"  # the stream label that names a service
+    log_dir: Path | None = None  # a directory of per-service log files
+    jaeger_url: str = ""
+    otlp: Path | None = None  # an OTLP/JSON trace export (a file, or a directory of them)
+    topology: Path | None = None  # a call graph in YAML, when there are no traces
+    timeout: float = 10.0  # per backend query
+
+    @property
+    def any(self) -> bool:
+        return bool(
+            self.prometheus_url or self.loki_url or self.log_dir or self.jaeger_url or self.otlp or self.topology
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,3 +217,12 @@ def require_slack(settings: Settings) -> None:
     ]
     if missing:
         raise InputError(f"set {' and '.join(missing)} (see .env.example), or try `rcabot console`")
+
+
+def reasoner_of(args: argparse.Namespace) -> Reasoner:
+    """The reasoner a command's `--reasoner` names, else the settings' (claude where a key is set)."""
+    settings = read_settings()
+    if args.reasoner == "claude" and not settings.anthropic_api_key:
+        raise InputError("--reasoner claude needs ANTHROPIC_API_KEY")
+    chosen = args.reasoner or settings.reasoner
+    return replace(settings, reasoner=chosen).build_reasoner()

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 
-from bot.commands import reasoner_of
+from bot.config import reasoner_of
 from bot.terminal import (
     ProgressBar,
 )

@@ -9,11 +9,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
+from bot.config import LiveConfig
 from rca.errors import DataError, InputError
 from rca.model import CaseId, Incident, Modality, Normal, Sources
 from rca.replay import known_entities, nearest, replay_incident, suggest
@@ -83,27 +84,6 @@ class ReplayTelemetry:
 
     async def incident(self, service: str, window: Window) -> Incident:
         return await replay_incident(await self._load(), symptom=service, window=window)
-
-
-@dataclass(frozen=True, slots=True)
-class LiveConfig:
-    """Live backends; each one present replaces that modality of the replayed data (if any)."""
-
-    prometheus_url: str = ""
-    prom_mapping: Path | None = None
-    loki_url: str = ""
-    loki_label: str = "service"  # the stream label that names a service
-    log_dir: Path | None = None  # a directory of per-service log files
-    jaeger_url: str = ""
-    otlp: Path | None = None  # an OTLP/JSON trace export (a file, or a directory of them)
-    topology: Path | None = None  # a call graph in YAML, when there are no traces
-    timeout: float = 10.0  # per backend query
-
-    @property
-    def any(self) -> bool:
-        return bool(
-            self.prometheus_url or self.loki_url or self.log_dir or self.jaeger_url or self.otlp or self.topology
-        )
 
 
 NORMAL_LOOKBACK = 3600.0

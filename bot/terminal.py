@@ -101,10 +101,10 @@ def render_diagnosis(incident: Incident, diagnosis: Diagnosis, *, top: int = 5) 
 class ProgressBar:
     """A one-line progress bar on stderr; on a non-terminal, a line every tenth."""
 
-    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
-        self._stream = stream
+    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
+        self._stream = stream or sys.stderr  # the stderr of when it is made, not of when this module loaded
         self._width = width
-        self._tty = stream.isatty()
+        self._tty = self._stream.isatty()
         self._last_decile = -1
 
     def __call__(self, done: int, total: int, label: str) -> None:

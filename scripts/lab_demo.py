@@ -21,9 +21,10 @@ from pathlib import Path
 
 from aiohttp import web
 
+from bot.config import LiveConfig
 from bot.console import Console
 from bot.desk import Desk
-from bot.telemetry import LiveConfig, LiveTelemetry
+from bot.telemetry import LiveTelemetry
 from handlers.alerts import Notification, alertmanager_webhook
 from lab.alerting import alertmanager, alertmanager_binary, alertmanager_config, prometheus_alerting
 from lab.faults import FAMILIES, PlannedFault, can_suffer

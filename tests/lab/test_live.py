@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import build_bot, start_http
-from bot.config import Settings
-from bot.telemetry import LiveConfig
+from bot.config import LiveConfig, Settings
 from lab.alerting import alertmanager, alertmanager_config, prometheus_alerting
 from lab.faults import PlannedFault
 from lab.processes import free_port

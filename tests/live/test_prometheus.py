@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from bot.backfill import backfilled
-from bot.telemetry import LiveConfig, telemetry_from
+from bot.config import LiveConfig
+from bot.telemetry import telemetry_from
 from lab.processes import binaries
 from rca.engines import build_engine
 from rca.sources.datasets import find_cases

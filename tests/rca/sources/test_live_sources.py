@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from bot.telemetry import LiveConfig, telemetry_from
+from bot.config import LiveConfig
+from bot.telemetry import telemetry_from
 from rca.engines import build_engine
 from rca.errors import DataError, InputError
 from rca.evidence.toolbox import Toolbox

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.telemetry import LiveConfig, telemetry_from
+from bot.config import LiveConfig
+from bot.telemetry import telemetry_from
 from rca.engines import build_engine
 from rca.errors import InputError, MalformedFile
 from rca.model import Incident
