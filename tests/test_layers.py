@@ -1,5 +1,6 @@
-"""The rooms' arrows point one way (pyproject's import-linter contract, function-level imports
-included): a test, so that a lazy import cannot hide a cycle between rooms."""
+"""The rooms' arrows point one way, and an evaluation loads none of the bot's server or live
+backends (pyproject's import-linter contracts, function-level imports included): a test, so
+that a lazy import cannot hide a cycle between rooms."""
 
 from __future__ import annotations
 
