@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench.late_ended import length_of, lengths
 from rca.evaluation.protocols import parse_protocol
-from rca.evaluation.results import read
+from rca.evaluation.results import read, saved_outcome
 from rca.model import IncidentCase
 from rca.sources.datasets import find_cases
 
@@ -95,11 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     likely: dict[str, bool] = {}
     for path in args.results:
         for r in read(path)["cases"]:
-            if r["engine"] == "lats" and r["case_id"] in holding:
-                first = r["ranking"][0]["service"] if r["ranking"] else None
-                right[r["case_id"]] = first == r["truth"]["service"]
-                other[r["case_id"]] = not right[r["case_id"]] and first in holding[r["case_id"]][1]
-                likely[r["case_id"]] = bool(r.get("likely"))
+            o = saved_outcome(r)  # read as the results page reads it
+            if o.engine == "lats" and o.case_id in holding:
+                right[o.case_id] = o.right
+                other[o.case_id] = not o.right and bool(o.ranked) and o.ranked[0] in holding[o.case_id][1]
+                likely[o.case_id] = bool(r.get("likely"))
     by_set: dict[str, list[str]] = defaultdict(list)
     for c in cases:
         if str(c.id) in reach:

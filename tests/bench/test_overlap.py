@@ -26,11 +26,13 @@ def test_a_wrong_first_place_naming_a_fault_begun_in_the_window_is_counted(
     named = crowded[0]
     other = sorted(holding[str(named.id)][1] - {named.label.service})[0]
     rows = [
-        {
+        {  # a case as `rcabot eval --json` saves it
             "engine": "lats",
+            "dataset": c.incident.dataset,
             "case_id": str(c.id),
-            "truth": {"service": c.label.service},
-            "ranking": [{"service": other if c is named else c.label.service}],
+            "truth": {"service": c.label.service, "fault_type": c.label.fault_type.value},
+            "ranking": [{"service": other if c is named else c.label.service, "fault_type": "unknown"}],
+            "seconds": 0.1,
             "likely": c is named,
         }
         for c in cases
