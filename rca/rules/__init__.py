@@ -79,8 +79,9 @@ RULES: tuple[Rule, ...] = (
         "changes",
         "The latest change right after which harm to its service began in this incident and lasted while "
         "the change stood (not what a restart moves by itself), before any other service's and before the "
-        "symptom was degraded, is the first suspect and its fault the change, unless a neighbour whose "
-        "anomaly began with it explains that harm; a change with no harm right after it explains nothing.",
+        "symptom was degraded or once an earlier change's harm had all ended, is the first suspect and its "
+        "fault the change, unless a neighbour whose anomaly began with it explains that harm; a change with "
+        "no harm right after it explains nothing.",
     ),
     Rule(
         "dominance",

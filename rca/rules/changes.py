@@ -33,7 +33,12 @@ look-back holds the old process.
 Harm that follows a change lasts while the change stands: a version's defect, a pushed value,
 goes on for as long as the service runs it. Harm that ended while the changed service still ran
 it, with no later change (a rollback, the next version) to end it, was not the change's doing:
-the roll's own blip as one process hands over to the next, or a stall that passed by itself."""
+the roll's own blip as one process hands over to the next, or a stall that passed by itself.
+
+Two incidents in a row (`UNDONE`, its own ablation switch): a change made once an earlier
+change's harm was under way began nothing, unless all that harm had ended, the earlier change
+undone: that incident is over, and the next change may begin the next, however long the
+symptom has been degraded through both."""
 
 from __future__ import annotations
 
@@ -46,6 +51,7 @@ from rca.rules.board import Board
 from rca.rules.timing import degraded
 from rca.topology import ONSET_TOLERANCE
 
+UNDONE = "undone"  # the ablation switch of an earlier change's ended harm freeing the next change to begin an incident
 RESTARTS = frozenset({ChangeKind.DEPLOY, ChangeKind.ROLLBACK, ChangeKind.RESTART})  # changes that start a new process
 
 
@@ -54,12 +60,15 @@ def breaking_change(
     changes: Iterable[Change],
     current: frozenset[EvidenceId],
     began: float | None = None,
+    *,
+    undone: bool = True,
 ) -> tuple[str, Change] | None:
     """The latest change right after which harm to its service began, no other service's
     harm beginning between the two, made before the symptom was degraded: the service and the
     change. `current`: the evidence of the incident asked about (rule `timing`); `began`: when
     the symptom's degradation began, where it is known. A change made once the harm of an
-    earlier one was under way began nothing either."""
+    earlier one was under way began nothing either, unless (`undone`, its own ablation switch)
+    all that harm ended, the change undone: that incident is over, and the next may begin."""
     placed = placed_harm(evidence, current)
     found: tuple[str, Change] | None = None
     under_way = began  # since when the incident was under way: the symptom's, then each breaking change's harm
@@ -70,7 +79,8 @@ def breaking_change(
         if not after:
             continue
         harmed = min(ev.onset for ev in after if ev.onset is not None)
-        under_way = harmed
+        # harm that all ended outlived its change no longer (rule's `lasted`): the change was undone
+        under_way = None if undone and all(ev.until is not None for ev in after) else harmed
         if not any(
             ev.entity != c.service
             and ev.onset is not None
@@ -132,13 +142,13 @@ def moved_by_restart(evidence: Iterable[Evidence], changes: Iterable[Change]) ->
 
 
 def lift_changed(
-    values: dict[str, tuple[float, str]], board: Board, explained: Mapping[str, float | None]
+    values: dict[str, tuple[float, str]], board: Board, explained: Mapping[str, float | None], *, undone: bool = True
 ) -> tuple[dict[str, tuple[float, str]], frozenset[str]]:
     """The service of the breaking change placed first (its value raised to just above the
     best), unless a neighbour whose anomaly began with the change explains it (`explained`:
     per service the victims rules explained, when its explaining neighbour's anomaly began);
     returns the values and the services whose fault is the change."""
-    found = breaking_change(board.evidence, board.changes, board.current, board.began)
+    found = breaking_change(board.evidence, board.changes, board.current, board.began, undone=undone)
     if found is None or found[0] not in values:
         return values, frozenset()
     if found[0] in explained and ((began := explained[found[0]]) is None or began >= found[1].time - ONSET_TOLERANCE):

@@ -11,6 +11,7 @@ from rca.hypotheses import Hypothesis, score_hypotheses
 from rca.model import FaultType, Modality
 from rca.rules import RULES
 from rca.rules.background import keep_what_stands_out
+from rca.rules.changes import UNDONE
 from rca.rules.config import ScoringConfig
 from rca.rules.timing import ASKED_LATE, reference, weight
 from rca.signals import Signal
@@ -510,3 +511,24 @@ def test_harm_over_while_the_change_still_stood_was_not_its_doing() -> None:
     rollback = Change("c", ChangeKind.ROLLBACK, 570.0)
     assert _ranked([symptom, strong, blip], graph, [deploy, rollback])[0].service == "c"
     assert _ranked([symptom, strong, blip], graph, [rollback, deploy])[0].service == "c"
+
+
+def test_a_change_undone_with_all_its_harm_ended_leaves_the_next_change_free_to_begin_an_incident() -> None:
+    graph = nx.DiGraph(
+        [("front", "a"), ("a", "b"), ("front", "c"), ("front", "d")] + [("front", f"quiet-{k}") for k in range(6)]
+    )
+    symptom = _shift(1, "front", "error_rate", 40.0, Signal.ERRORS, 300.0)  # degraded since the first incident
+    earlier = replace(_shift(2, "c", "error_rate", 60.0, Signal.ERRORS, 300.0), until=700.0)
+    later = _shift(3, "d", "error_rate", 8.0, Signal.ERRORS, 720.0)
+    changes = [
+        Change("c", ChangeKind.DEPLOY, 290.0),
+        Change("c", ChangeKind.ROLLBACK, 690.0),  # c's harm ended with it
+        Change("d", ChangeKind.CONFIG, 710.0),
+    ]
+    evidence = [symptom, earlier, later]
+    top = _ranked(evidence, graph, changes)[0]
+    assert (top.service, top.fault_type) == ("d", FaultType.RELEASE)
+    assert _ranked(evidence, graph, changes, ScoringConfig(off=frozenset({UNDONE})))[0].service == "c"
+    # c's harm still going: its incident is not over, and d's change came once it was under way
+    going = replace(earlier, until=None)
+    assert _ranked([symptom, going, later], graph, changes[::2])[0].service == "c"
