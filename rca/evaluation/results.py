@@ -278,8 +278,8 @@ def page(table: Sequence[Row], *, plot_name: str | None = None, lab_page: str | 
     if any(r.set == LAB_POOL for r in table):
         where = f" ([{lab_page}]({lab_page}) has each set's rows)" if lab_page else ""
         body.append(
-            f"`{LAB_POOL}`: every recording of the lab (docs/lab.md), each a fresh system no rule was"
-            f" written on, pooled case by case{where}."
+            f"`{LAB_POOL}`: every recording of the lab (docs/lab.md), each a fresh system, new to the engine"
+            f" when first measured (a round's development sets among them: docs/notes), pooled case by case{where}."
         )
     body += ["", render(table)]
     if plot_name:
