@@ -79,7 +79,7 @@ def breaking_change(
         if not after:
             continue
         harmed = min(ev.onset for ev in after if ev.onset is not None)
-        # harm that all ended outlived its change no longer (rule's `lasted`): the change was undone
+        # `lasted` keeps harm still going or ended by a later change to the service: all of it ended, the change was undone
         under_way = None if undone and all(ev.until is not None for ev in after) else harmed
         if not any(
             ev.entity != c.service
