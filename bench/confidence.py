@@ -91,7 +91,7 @@ async def collect(paths: Sequence[str], protocols: Sequence[str]) -> list[dict[s
         placement, hidden = PROTOCOLS[name]
         protocol = parse_protocol(placement, hidden, resample="60s" if name == "resampled-60s" else "")
         for path in paths:
-            results = await evaluate([engine], find_cases(path), protocol=protocol)
+            results = await evaluate([engine], find_cases(path), protocol=protocol, keep_traces=True)
             for r in results:
                 if r.error is None and r.diagnosis.trace:
                     row = case_row(r.outcome.dataset, name, dict(r.diagnosis.trace), r.outcome.right)

@@ -11,9 +11,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from rca.calibration import Features, features, trace_features
 from rca.engines import Engine
 from rca.evaluation.metrics import AuditOutcome, Outcome
 from rca.evaluation.protocols import Protocol
+from rca.hypotheses import RANK_PRECISION
 from rca.model import BrokenCase, CaseId, Diagnosis, FaultType, Incident, IncidentCase
 from rca.star.audit import audit as audit_trace
 from rca.star.context import audit_context
@@ -25,10 +27,51 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
+    """One engine's run on one case, and what the report reads of its trace: the trace itself
+    (a few hundred kilobytes) is let go unless asked for, so that an evaluation holds what
+    its cases' answers say, not every case's reasoning."""
+
     incident: Incident | None  # what the engine was given, under the protocol (None: unreadable)
-    diagnosis: Diagnosis
+    diagnosis: Diagnosis  # without its trace, unless kept (`of`)
     outcome: Outcome
-    error: str | None = None  # what broke: the case's files, its placement or the engine
+    error: str | None  # what broke: the case's files, its placement or the engine
+    features: Features  # what the calibration reads of the ranking (its trace's, where it had one)
+    tied: int  # how many candidates share the first place's value
+
+    @classmethod
+    def of(
+        cls,
+        incident: Incident | None,
+        diagnosis: Diagnosis,
+        outcome: Outcome,
+        error: str | None = None,
+        *,
+        keep_trace: bool = False,
+    ) -> CaseResult:
+        """The result, its reading taken from the whole diagnosis, then its trace let go
+        unless `keep_trace`."""
+        reading = _features(incident, diagnosis), _tied(diagnosis)
+        kept = diagnosis if keep_trace or diagnosis.trace is None else replace(diagnosis, trace=None)
+        return cls(incident, kept, outcome, error, *reading)
+
+
+def _features(incident: Incident | None, diagnosis: Diagnosis) -> Features:
+    """What the calibration reads of the ranking (its trace's, where there is one)."""
+    if diagnosis.trace is not None:
+        return trace_features(diagnosis.trace)
+    read = sum(incident.sources.modalities().values()) if incident is not None else 0
+    return features([c.score for c in diagnosis.ranking], read)
+
+
+def _tied(diagnosis: Diagnosis) -> int:
+    """How many candidates share the first place's value at the ranking's precision (the
+    trace's hypothesis values where there is a trace, else the ranking's scores)."""
+    trace = diagnosis.trace or {}
+    hyps = trace.get("hypothesis_set", {}).get("hypotheses", []) if isinstance(trace, dict) else []
+    values = [float(h["value"]) for h in hyps] or [c.score for c in diagnosis.ranking]
+    if not values:
+        return 0
+    return sum(round(v, RANK_PRECISION) == round(values[0], RANK_PRECISION) for v in values)
 
 
 Progress = Callable[[int, int, str], None]
@@ -42,10 +85,12 @@ async def evaluate(
     progress: Progress | None = None,
     broken: Sequence[BrokenCase] = (),
     audit: bool = False,
+    keep_traces: bool = False,
 ) -> list[CaseResult]:
     """Every engine on every case, in case order, then the unreadable cases as errors;
     progress(done, total, label) after each run. With `audit`, STAR audits each trace (at its
-    default thresholds, from the incident's telemetry), as a user would see it."""
+    default thresholds, from the incident's telemetry), as a user would see it. Each result
+    keeps its trace only with `keep_traces`."""
     results = []
     total = len(engines) * len(cases)
     done = 0
@@ -74,7 +119,7 @@ async def evaluate(
                     )
                 except Exception:  # an audit that breaks leaves the case unaudited, not the run stopped
                     log.exception("auditing %s on %s failed", engine.name, case.id)
-            results.append(CaseResult(incident, diagnosis, outcome, error))
+            results.append(CaseResult.of(incident, diagnosis, outcome, error, keep_trace=keep_traces))
             done += 1
             if progress is not None:
                 progress(done, total, f"{engine.name} {case.id}")
@@ -91,7 +136,7 @@ async def evaluate(
                 0.0,
                 f"unreadable: {b.reason}"[:500],
             )
-            results.append(CaseResult(None, Diagnosis(b.id, engine.name, ()), outcome, outcome.error))
+            results.append(CaseResult.of(None, Diagnosis(b.id, engine.name, ()), outcome, outcome.error))
     return results
 
 

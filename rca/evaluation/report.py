@@ -13,13 +13,10 @@ from rca.calibration import (
     apart,
     case_features,
     expected_calibration_error,
-    features,
     shipped,
-    trace_features,
 )
 from rca.evaluation.harness import CaseResult
 from rca.evaluation.metrics import COVERAGES, Coverage, Outcome, Summary, coverage, summarise
-from rca.hypotheses import RANK_PRECISION
 
 FORMAT_VERSION = 4  # 2: each case's calibrated probability and tied first places; 3: learnt from marks;
 # 4: whether the verdict would call it likely, as shipped and learnt
@@ -111,11 +108,8 @@ def probability(r: CaseResult, calibration: Calibration | None = None) -> float:
 
 
 def features_of(r: CaseResult) -> Features:
-    """What the calibration reads of the case's ranking (its trace's, where there is one)."""
-    if r.diagnosis.trace is not None:
-        return trace_features(r.diagnosis.trace)
-    read = sum(r.incident.sources.modalities().values()) if r.incident is not None else 0
-    return features([c.score for c in r.diagnosis.ranking], read)
+    """What the calibration reads of the case's ranking (its trace's, where there was one)."""
+    return r.features
 
 
 def learnt(results: Sequence[CaseResult], calibration: Calibration | None = None) -> list[float]:
@@ -159,14 +153,8 @@ def ece_floor(probs: Sequence[float], draws: int = 400) -> float:
 
 
 def tied_first(r: CaseResult) -> int:
-    """How many candidates share the first place's value at the ranking's precision (the
-    trace's hypothesis values where there is a trace, else the ranking's scores)."""
-    trace = r.diagnosis.trace or {}
-    hyps = trace.get("hypothesis_set", {}).get("hypotheses", []) if isinstance(trace, dict) else []
-    values = [float(h["value"]) for h in hyps] or [c.score for c in r.diagnosis.ranking]
-    if not values:
-        return 0
-    return sum(round(v, RANK_PRECISION) == round(values[0], RANK_PRECISION) for v in values)
+    """How many candidates share the first place's value at the ranking's precision."""
+    return r.tied
 
 
 def calibration_rows(

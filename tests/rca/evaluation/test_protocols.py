@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rca.calibration import trace_features
 from rca.changes import LOOK_BACK, Change, ChangeKind
 from rca.engines import build_engine
 from rca.errors import InputError
@@ -176,3 +177,18 @@ def test_every_case_of_both_slices_is_placed_inside_its_data(nezha_slice: Path, 
             placed = asyncio.run(protocol.place(case))
             assert placed.window.seconds > 0
             assert placed.id == case.id and placed.symptom == case.incident.symptom
+
+
+def test_an_evaluation_lets_each_trace_go_and_reads_of_it_what_it_kept(petshop_slice: Path) -> None:
+    """An evaluation holds its cases' answers, not every case's reasoning: the trace is let
+    go once the report's readings are taken from it, and those readings are the ones the
+    whole trace gives."""
+    cases = find_cases(petshop_slice)
+    lean = asyncio.run(evaluate([build_engine("lats")], cases))
+    kept = asyncio.run(evaluate([build_engine("lats")], cases, keep_traces=True))
+    assert all(r.diagnosis.trace is None for r in lean)
+    assert all(r.diagnosis.trace is not None for r in kept)
+    assert [(r.features, r.tied) for r in lean] == [(r.features, r.tied) for r in kept]
+    assert [r.features for r in kept] == [trace_features(r.diagnosis.trace) for r in kept if r.diagnosis.trace]
+    strip = [{k: v for k, v in c.items() if k != "seconds"} for c in to_json(lean)["cases"]]
+    assert strip == [{k: v for k, v in c.items() if k != "seconds"} for c in to_json(kept)["cases"]]

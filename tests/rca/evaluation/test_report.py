@@ -26,7 +26,7 @@ def _result(i: int, right: bool, *, dataset: str = "set", confidence: float = 0.
     ranking = (Candidate("a", confidence, FaultType.CPU), Candidate("b", confidence / 2, FaultType.CPU))
     truth = "a" if right else "b"
     outcome = Outcome("lats", dataset, f"c{i}", truth, FaultType.CPU, ("a", "b"), FaultType.CPU, 0.1)
-    return CaseResult(None, Diagnosis(CaseId(f"c{i}"), "lats", ranking), outcome)
+    return CaseResult.of(None, Diagnosis(CaseId(f"c{i}"), "lats", ranking), outcome)
 
 
 def test_a_case_learns_only_from_the_cases_before_it_of_its_own_dataset() -> None:
@@ -67,7 +67,7 @@ def test_likely_is_said_as_the_bot_says_it_held_back_on_a_new_system_and_earned_
     assert not said[0] and said[-1]  # not before anything is marked; after a record of right ones
     cases = to_json(clear)["cases"]
     assert [c["likely_learnt"] for c in cases] == said and not any(c["likely"] for c in cases)
-    tie = CaseResult(
+    tie = CaseResult.of(
         None,
         Diagnosis(CaseId("t"), "lats", (Candidate("a", 0.9, FaultType.CPU), Candidate("b", 0.9, FaultType.CPU))),
         clear[0].outcome,

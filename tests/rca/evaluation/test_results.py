@@ -23,7 +23,7 @@ def _result(i: int, engine: str, rank: int) -> CaseResult:
     ranking = tuple(Candidate(n, 1.0 / (k + 1), FaultType.CPU if k else FaultType.MEMORY) for k, n in enumerate(names))
     truth = names[rank - 1]
     outcome = Outcome(engine, "set", f"c{i}", truth, FaultType.MEMORY, names, FaultType.MEMORY, 0.1 * i)
-    return CaseResult(None, Diagnosis(CaseId(f"c{i}"), engine, ranking), outcome)
+    return CaseResult.of(None, Diagnosis(CaseId(f"c{i}"), engine, ranking), outcome)
 
 
 def _results(seed: int) -> list[CaseResult]:
