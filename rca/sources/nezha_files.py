@@ -107,7 +107,7 @@ def read_logs(path: Path) -> list[LogRecord]:
                 time=float(t),
                 entity=services[pod],
                 severity=severity,
-                message=message,
+                message=once.setdefault(message, message),
                 trace_id=once.setdefault(trace_id, trace_id),
                 instance=pod,
                 location=once.setdefault(location, location),
