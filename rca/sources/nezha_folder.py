@@ -84,18 +84,52 @@ def _merge_spans(parts: Sequence[SpanTable]) -> SpanTable:
 MINUTE_FILE_REACH = 180.0
 
 
-# Windows of one kind kept made (merged records, span indexes, call graphs): an investigation,
-# its audit and every engine of an evaluation read at most two windows of a kind (the window and
-# its look-back), so four keep the case at hand and one more running beside it; what a case
-# made is not read again by the next (each has its own window), so more only holds memory.
+# Windows of one kind kept made (merged records, span indexes, call graphs), over every folder
+# of the process: an investigation, its audit and every engine of an evaluation read at most
+# three windows of a kind (the window, its look-back and the fault-free stretch whole), so four
+# keep the case at hand and one window more; what a case made is not read again by the next
+# (each has its own window), nor a day an evaluation has left, so more only holds memory (two
+# investigations at once may read a window twice).
 KEPT_WINDOWS = 4
+
+_Key = tuple[str, str, tuple[Path, ...]]  # what it is, the kind of minute files, the files
+
+
+class Kept:
+    """What day folders made of their minute files, kept across folders: the KEPT_WINDOWS
+    windows of each (what, kind) read last, and the minute files they hold. Shared by every
+    folder of the process (`SHARED`), so that an evaluation that moves from day to day, or
+    from recording to recording, holds the windows at hand, not the last few of each day."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.minutes: dict[Path, object] = {}  # a file's log lines or spans, while a kept window holds it
+        # what the same files read together give, computed once (keyed by what it is and the
+        # files), the least recent first
+        self.made: OrderedDict[_Key, object] = OrderedDict()
+
+    def evict(self, what: str, kind: str) -> None:
+        """Forget the least recent of more than KEPT_WINDOWS windows of (what, kind), and the
+        minute files no kept window holds any longer (called with the lock held)."""
+        same = [k for k in self.made if k[0] == what and k[1] == kind]
+        if len(same) <= KEPT_WINDOWS:
+            return
+        for k in same[: len(same) - KEPT_WINDOWS]:
+            del self.made[k]
+        held = {f for k in self.made for f in k[2]}
+        for f in [f for f in self.minutes if f not in held]:
+            del self.minutes[f]
+
+
+SHARED = Kept()
 
 
 class Folder:
     """One `<day>` folder: metric files read once, minute files read on demand. What the last
-    few windows made is kept (KEPT_WINDOWS of each kind), and the minute files they hold."""
+    few windows made is kept (KEPT_WINDOWS of each kind, in `kept`, shared by every folder
+    unless another is given), and the minute files they hold."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, kept: Kept = SHARED) -> None:
         self.path = path
         self.day = path.name
         self._lock = threading.Lock()
@@ -103,10 +137,7 @@ class Folder:
         self._kpi: set[str] = set()
         self._changes: tuple[Change, ...] | None = None
         self._skipped: list[str] = []  # metric-folder files that hold no series, or misrecorded times, and why
-        self._minutes: dict[Path, object] = {}  # a file's log lines or spans, while a kept window holds it
-        # what the same files read together give, computed once: merged records, span
-        # indexes, call graphs (keyed by what it is and the files), the least recent first
-        self._kept: OrderedDict[tuple[str, str, tuple[Path, ...]], object] = OrderedDict()
+        self._kept = kept
 
     def has(self, kind: str) -> bool:
         return bool(csv_files(self.path / kind))
@@ -189,10 +220,10 @@ class Folder:
         def read(files: tuple[Path, ...]) -> R:
             parts: list[R] = []
             for f in files:
-                with self._lock:
-                    if f not in self._minutes:
-                        self._minutes[f] = reader(f)
-                    parts.append(cast(R, self._minutes[f]))
+                with self._kept.lock:
+                    if f not in self._kept.minutes:
+                        self._kept.minutes[f] = reader(f)
+                    parts.append(cast(R, self._kept.minutes[f]))
             return merge(parts)
 
         return self._keep("records", kind, window, read)
@@ -201,34 +232,24 @@ class Folder:
         """What `make` gives for the kind's minute files that touch the window, made once."""
         files = tuple(self._minute_files(kind, window))
         key = (what, kind, files)  # no files of either kind would otherwise share a key
-        with self._lock:
-            found = self._kept.get(key)
+        kept = self._kept
+        with kept.lock:
+            found = kept.made.get(key)
             if found is not None:
-                self._kept.move_to_end(key)
+                kept.made.move_to_end(key)
         if found is None:
             found = make(files)
-            with self._lock:
-                self._kept[key] = found
-                self._evict(what, kind)
+            with kept.lock:
+                kept.made[key] = found
+                kept.evict(what, kind)
         return cast(R, found)
 
-    def _evict(self, what: str, kind: str) -> None:
-        """Forget the least recent of more than KEPT_WINDOWS windows of (what, kind), and the
-        minute files no kept window holds any longer (called with the lock held)."""
-        same = [k for k in self._kept if k[0] == what and k[1] == kind]
-        if len(same) <= KEPT_WINDOWS:
-            return
-        for k in same[: len(same) - KEPT_WINDOWS]:
-            del self._kept[k]
-        held = {f for k in self._kept for f in k[2]}
-        for f in [f for f in self._minutes if f not in held]:
-            del self._minutes[f]
-
     def holding(self) -> dict[str, int]:
-        """What the caches hold: windows kept by what and kind, and minute files."""
-        with self._lock:
-            held = Counter(f"{what} {kind}" for what, kind, _ in self._kept)
-            return {**held, "minute files": len(self._minutes)}
+        """What the caches hold of this folder: windows kept by what and kind, and minute files."""
+        with self._kept.lock:
+            mine = [k for k in self._kept.made if all(f.is_relative_to(self.path) for f in k[2])]
+            held = Counter(f"{what} {kind}" for what, kind, _ in mine)
+            return {**held, "minute files": sum(f.is_relative_to(self.path) for f in self._kept.minutes)}
 
     def nearest(self, kind: str, window: Window) -> Window | None:
         """The time of the kind's minute file nearest to the window, from the files' names."""

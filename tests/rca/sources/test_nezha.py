@@ -10,11 +10,12 @@ import pytest
 from rca.errors import MalformedFile
 from rca.model import FaultType, Modality
 from rca.signals import Signal, signal_of
+from rca.sources import nezha_folder
 from rca.sources.datasets import find_cases
 from rca.sources.files import service_of_pod
 from rca.sources.nezha import load_nezha
 from rca.sources.nezha_files import parse_log_line, read_logs, read_metrics, read_spans
-from rca.sources.nezha_folder import KEPT_WINDOWS, Folder
+from rca.sources.nezha_folder import Folder, Kept
 from rca.sources.protocols import LogQuery, MetricQuery, SpanQuery
 from rca.telemetry import Severity, Window
 from rca.timestamps import parse_timestamp
@@ -323,10 +324,13 @@ def test_a_window_without_minute_files_gives_each_kind_its_own_empty_answer(nezh
     asyncio.run(topology.topology())
 
 
-def test_a_day_folder_keeps_a_few_windows_and_reads_the_same_after_forgetting(nezha_slice: Path) -> None:
+def test_a_day_folder_keeps_a_few_windows_and_reads_the_same_after_forgetting(
+    nezha_slice: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Bounded caches: reading more windows than it keeps, a folder holds at most KEPT_WINDOWS
     of each kind and only the minute files they hold, and a window read again after it was
     forgotten gives what a fresh folder gives."""
+    monkeypatch.setattr(nezha_folder, "KEPT_WINDOWS", 2)  # the slice's three minute files make few windows
     day = nezha_slice / "rca_data" / "2023-01-29"
     start = parse_timestamp("2023-01-29T13:31:00Z")
     # windows whose minute files (each reaches MINUTE_FILE_REACH past its end) differ: six keys
@@ -334,13 +338,30 @@ def test_a_day_folder_keeps_a_few_windows_and_reads_the_same_after_forgetting(ne
         Window(start + a, start + b)
         for a, b in [(-300, -250), (-200, -150), (-150, -110), (5, 20), (65, 80), (125, 140)]
     ]
-    folder = Folder(day)
+    folder = Folder(day, kept=Kept())
     for w in windows:
         folder.logs(w)
         folder.span_index(w)
     held = folder.holding()
-    assert held["records log"] <= KEPT_WINDOWS and held["index trace"] <= KEPT_WINDOWS
+    assert held["records log"] <= 2 and held["index trace"] <= 2
     assert held["records log"] + held["records trace"] < 2 * len(windows)  # some were forgotten
     for w in windows:
-        assert folder.logs(w) == Folder(day).logs(w)
-        assert folder.spans(w).span_id.tolist() == Folder(day).spans(w).span_id.tolist()
+        assert folder.logs(w) == Folder(day, kept=Kept()).logs(w)
+        assert folder.spans(w).span_id.tolist() == Folder(day, kept=Kept()).spans(w).span_id.tolist()
+
+
+def test_folders_keep_their_windows_together_so_a_day_left_behind_is_let_go(
+    nezha_slice: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An evaluation moves from day to day: what the folders made is kept together, so the
+    windows read last are held, not the last few of every day ever read."""
+    monkeypatch.setattr(nezha_folder, "KEPT_WINDOWS", 1)
+    kept = Kept()
+    first = Folder(nezha_slice / "construct_data" / "2023-01-29", kept=kept)
+    then = Folder(nezha_slice / "rca_data" / "2023-01-29", kept=kept)
+    first.logs(None)
+    assert first.holding()["records log"] == 1 and first.holding()["minute files"] > 0
+    then.logs(None)
+    assert then.holding()["records log"] == 1
+    assert first.holding() == {"minute files": 0}  # the day left behind holds nothing
+    assert first.logs(None) == Folder(first.path, kept=Kept()).logs(None)  # and reads the same again
