@@ -75,11 +75,15 @@ def read_csv(
     return frame
 
 
-def shared(values: pd.Series | np.ndarray) -> np.ndarray:
+def shared(values: pd.Series | np.ndarray, *, held: np.ndarray | None = None) -> np.ndarray:
     """A column of text as objects, each distinct text held once: a column that repeats a few
     names (pods, operations, a trace's id on each of its spans) costs a pointer a row, not a
-    string a row. The values are the same; only their copies go."""
+    string a row; a text also in `held` (another column) is that column's object. The values
+    are the same; only their copies go."""
     codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    if held is not None:
+        same = dict(zip(held.tolist(), held.tolist(), strict=True))
+        uniques = [same.get(u, u) for u in uniques.tolist()]
     return np.asarray(uniques, dtype=object)[codes]
 
 

@@ -130,10 +130,11 @@ def read_spans(path: Path) -> SpanTable:
     statuses = np.empty(len(frame), dtype=object)
     statuses.fill(SpanStatus.UNSET)  # the member itself in every row (np.full would copy its text)
     statuses[status.isin(("error", "2")).to_numpy()] = SpanStatus.ERROR
+    span_ids = frame["SpanID"].to_numpy(dtype=object)
     return SpanTable(
         trace_id=shared(frame["TraceID"]),
-        span_id=frame["SpanID"].to_numpy(dtype=object),
-        parent_id=shared(parents),
+        span_id=span_ids,
+        parent_id=shared(parents, held=span_ids),  # a parent's id is its span's, not a copy
         entity=pd.Series(pods).map(services).to_numpy(dtype=object),
         operation=shared(frame["OperationName"]),
         start=_nano_or_text(frame, "StartTimeUnixNano", "StartTime", path).astype(float),

@@ -117,7 +117,8 @@ def test_spans_and_topology(nezha_slice: Path) -> None:
 def test_repeated_names_of_a_file_are_held_once(nezha_slice: Path) -> None:
     """A pod, its service, a code location, a trace id and an operation repeat from row to
     row; each distinct text is one object, and a metric file's series of one pod share one
-    clock: the same values at a pointer a row rather than a copy."""
+    clock, and a parent span's id is its span's: the same values at a pointer a row rather
+    than a copy."""
     day = nezha_slice / "rca_data" / DAY
     records = read_logs(day / "log" / "13_31_log.csv.gz")
     for field in ("instance", "entity", "location", "trace_id"):
@@ -126,6 +127,9 @@ def test_repeated_names_of_a_file_are_held_once(nezha_slice: Path) -> None:
     spans = read_spans(day / "trace" / "13_31_trace.csv.gz")
     for column in (spans.trace_id, spans.entity, spans.operation, spans.instance, spans.status):
         assert len({id(v) for v in column}) == len(set(column.tolist()))
+    ids = {s: id(s) for s in spans.span_id}  # a parent's id is its span's own text
+    children = [p for p in spans.parent_id if p in ids]
+    assert children and all(id(p) == ids[p] for p in children)
     series, _ = read_metrics(next((day / "metric").glob("ts-*")))
     clocks = {id(s.timestamps) for s in series if s.instance == series[0].instance}
     assert len(series) > 1 and len(clocks) == 1 and not series[0].timestamps.flags.writeable
