@@ -104,17 +104,12 @@ def render_costs(results: Sequence[CaseResult]) -> str:
 
 def probability(r: CaseResult, calibration: Calibration | None = None) -> float:
     """The calibrated probability that the case's first place is right (rca.calibration)."""
-    return (calibration or shipped()).probability(features_of(r))
-
-
-def features_of(r: CaseResult) -> Features:
-    """What the calibration reads of the case's ranking (its trace's, where there was one)."""
-    return r.features
+    return (calibration or shipped()).probability(r.features)
 
 
 def learnt(results: Sequence[CaseResult], calibration: Calibration | None = None) -> list[float]:
     """Each case's probability as a system that marked every earlier verdict would show it."""
-    return [cal.probability(features_of(r)) for r, cal in zip(results, taught(results, calibration), strict=True)]
+    return [cal.probability(r.features) for r, cal in zip(results, taught(results, calibration), strict=True)]
 
 
 def taught(results: Sequence[CaseResult], calibration: Calibration | None = None) -> list[Calibration]:
@@ -128,7 +123,7 @@ def taught(results: Sequence[CaseResult], calibration: Calibration | None = None
         key = (r.outcome.dataset, r.outcome.engine)
         out.append(cal.adapted(marks[key]))
         if r.error is None:
-            marks[key].append((features_of(r), r.outcome.right))
+            marks[key].append((r.features, r.outcome.right))
     return out
 
 
@@ -136,7 +131,7 @@ def said_likely(r: CaseResult, calibration: Calibration | None = None) -> bool:
     """Whether the verdict would call the case's first place likely, as the bot's verdict
     decides it: no tie at the top, and a probability of at least the calibration's `likely`."""
     cal = calibration or shipped()
-    return cal.says_likely(features_of(r), tied_first(r))
+    return cal.says_likely(r.features, r.tied)
 
 
 def ece_floor(probs: Sequence[float], draws: int = 400) -> float:
@@ -150,11 +145,6 @@ def ece_floor(probs: Sequence[float], draws: int = 400) -> float:
     return float(
         np.median([expected_calibration_error(p.tolist(), (rng.random(p.size) < p).tolist()) for _ in range(draws)])
     )
-
-
-def tied_first(r: CaseResult) -> int:
-    """How many candidates share the first place's value at the ranking's precision."""
-    return r.tied
 
 
 def calibration_rows(
@@ -227,14 +217,14 @@ def render_calibration(results: Sequence[CaseResult], calibration: Calibration |
     for (group, engine), idx in sorted(groups.items(), key=lambda kv: (kv[0][0] == "all", kv[0])):
         rs = [results[i] for i in idx]
         probs = [probability(r, cal) for r in rs]
-        taught_probs = [adapted[i].probability(features_of(results[i])) for i in idx]
+        taught_probs = [adapted[i].probability(results[i].features) for i in idx]
         right = [r.outcome.right for r in rs]
         lines.append(
             f"{group:<28} {engine:<22} {len(rs):>5} {sum(right) / len(rs):>6.3f} "
             f"{sum(probs) / len(probs):>6.3f} {expected_calibration_error(probs, right):>6.3f} "
             f"{ece_floor(probs):>6.3f} {said(rs, [cal] * len(rs), right)} "
             f"{expected_calibration_error(taught_probs, right):>12.3f} "
-            f"{said(rs, [adapted[i] for i in idx], right)} {sum(tied_first(r) > 1 for r in rs) / len(rs):>6.3f}"
+            f"{said(rs, [adapted[i] for i in idx], right)} {sum(r.tied > 1 for r in rs) / len(rs):>6.3f}"
         )
     return "\n".join(lines)
 
@@ -263,10 +253,10 @@ def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
                 "llm_tokens": d.cost.llm_tokens,
                 "error": r.error,
                 "probability": round(probability(r), 4),
-                "probability_learnt": round(cal.probability(features_of(r)), 4),
+                "probability_learnt": round(cal.probability(r.features), 4),
                 "likely": said_likely(r),
                 "likely_learnt": said_likely(r, cal),
-                "tied_first": tied_first(r),
+                "tied_first": r.tied,
                 "audit": (
                     {
                         "score": round(o.audit.score, 4),
