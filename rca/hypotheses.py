@@ -38,6 +38,7 @@ from rca.rules.raised import failing_answers
 from rca.rules.reach import discount_unreachable
 from rca.rules.timing import (
     ASKED_LATE,
+    RESIDUE,
     Elsewhere,
     Reference,
     degraded,
@@ -324,7 +325,7 @@ def _placed(
 ) -> tuple[Reference, frozenset[EvidenceId]]:
     """When the incident asked about ran (rule `timing`), and the evidence a restart moved by
     itself (rule `changes`), which no component and no rule counts."""
-    ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE))
+    ref = reference(evidence, symptom, alert_time, window, asked_late=config.on(ASKED_LATE), residue=config.on(RESIDUE))
     return ref, moved_by_restart(evidence, changes) if config.on("changes") else frozenset()
 
 

@@ -11,7 +11,7 @@ from rca.reasoners import Reasoner
 from rca.reasoners.offline import OfflineReasoner
 from rca.rules import parse_rules
 from rca.rules.changes import UNDONE
-from rca.rules.timing import ASKED_LATE, REOPEN
+from rca.rules.timing import ASKED_LATE, REOPEN, RESIDUE
 from rca.search.actions import AgentKind
 from rca.search.config import SearchConfig
 from rca.search.events import Event, Finished
@@ -62,6 +62,7 @@ ABLATIONS = (
     "wrong-answers",
     ASKED_LATE,
     REOPEN,
+    RESIDUE,
     UNDONE,
 )
 
@@ -92,7 +93,7 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, silences=False)
     if what == "wrong-answers":
         return replace(config, wrong_answers=False)
-    if what in (ASKED_LATE, REOPEN, UNDONE):
+    if what in (ASKED_LATE, REOPEN, RESIDUE, UNDONE):
         return replace(config, scoring=replace(config.scoring, off=config.scoring.off | {what}))
     raise InputError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")
 

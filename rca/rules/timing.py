@@ -23,15 +23,23 @@ since the window's own first sample, not since a recording that began inside it)
 them began degrading inside it, the incident asked about began before the window; the
 investigation then reads the window opened back by its own length, once, so that it holds
 that start, and says so.
+
+Residue (`RESIDUE`, its own ablation switch): where the symptom tells when the incident asked
+about began, an anomaly of a service still standing at the close that began together with that
+service's strongest anomaly of the moment, itself over before the incident began, is that
+earlier incident's residue (a level it raised and left), not part of the one asked about. Where
+the symptom does not tell, the incident over before the close may be the one asked about, and
+what still stands of it is kept.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from rca.evidence import Evidence
+from rca.evidence import Evidence, EvidenceId
 from rca.evidence.metrics import MetricShift
 from rca.model import Modality
 from rca.profiles import Profiled, profile_step
@@ -41,6 +49,7 @@ from rca.topology import ONSET_TOLERANCE
 
 ASKED_LATE = "asked-late"  # the ablation switch of the symptom's degradation under way when the window opened
 REOPEN = "reopen"  # the ablation switch of a window opened back to hold the start of an incident asked about late
+RESIDUE = "residue"  # the ablation switch of what an incident over before this one began left standing
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +59,26 @@ class Reference:
     start: float | None  # None: not known (under way before the data, or no symptom seen)
     end: float | None  # None: it goes on
     before_data: bool = False  # the symptom was anomalous from its first sample: so was the incident
+    residue: frozenset[EvidenceId] = frozenset()  # still standing, but left by an incident over before this one began
 
 
 def reference(
-    evidence: Sequence[Evidence], symptom: str, alert_time: float | None, window: Window, *, asked_late: bool = True
+    evidence: Sequence[Evidence],
+    symptom: str,
+    alert_time: float | None,
+    window: Window,
+    *,
+    asked_late: bool = True,
+    residue: bool = True,
+) -> Reference:
+    """When the incident asked about ran (`_when`), with the residue of an earlier incident
+    (`residue`) told apart."""
+    ref = _when(evidence, symptom, alert_time, window, asked_late=asked_late)
+    return replace(ref, residue=outlasting(evidence, ref)) if residue else ref
+
+
+def _when(
+    evidence: Sequence[Evidence], symptom: str, alert_time: float | None, window: Window, *, asked_late: bool
 ) -> Reference:
     """The alert time, or the symptom's degradation as the ones it serves feel it (not its
     process's own resources) going on at the window's close: begun inside the data, or else
@@ -91,6 +116,30 @@ def reference(
     if before:
         return Reference(None, min(before), before_data=True)
     return Reference(None, None)
+
+
+def outlasting(evidence: Sequence[Evidence], ref: Reference) -> frozenset[EvidenceId]:
+    """The anomalies still standing at the close that an incident over before this one began
+    left behind: each began together (within the onset tolerance) with its service's strongest
+    anomaly of the moment, and that one was over before the incident asked about began. Empty
+    where the symptom does not tell when that was."""
+    if ref.start is None:
+        return frozenset()
+    dated: dict[str, list[Evidence]] = defaultdict(list)
+    for ev in evidence:
+        if ev.onset is not None and not ev.under_way:
+            dated[ev.entity].append(ev)
+    out: set[EvidenceId] = set()
+    for evs in dated.values():
+        for ev in evs:
+            if ev.until is not None or elsewhere(ev, ref) is not None:
+                continue
+            assert ev.onset is not None
+            together = [o for o in evs if o.onset is not None and abs(o.onset - ev.onset) <= ONSET_TOLERANCE]
+            strongest = max(together, key=lambda o: o.score)
+            if strongest.until is not None and elsewhere(strongest, ref) is Elsewhere.OVER:
+                out.add(ev.id)
+    return frozenset(out)
 
 
 def degraded(ev: Evidence) -> bool:
@@ -134,6 +183,8 @@ class Elsewhere(StrEnum):
 def elsewhere(ev: Evidence, ref: Reference) -> Elsewhere | None:
     """Why `ev` ran at another time than the incident asked about; None where it may be this
     incident's (within the clock skew forgiven between a cause and its effect)."""
+    if ev.id in ref.residue:
+        return Elsewhere.OVER
     if ev.until is not None and (ref.start is None or _past(ref.start, ev.until, ev)):
         return Elsewhere.OVER
     if ref.end is not None and ev.onset is not None and _past(ev.onset, ref.end, ev):

@@ -13,7 +13,7 @@ from rca.rules import RULES
 from rca.rules.background import keep_what_stands_out
 from rca.rules.changes import UNDONE
 from rca.rules.config import ScoringConfig
-from rca.rules.timing import ASKED_LATE, reference, weight
+from rca.rules.timing import ASKED_LATE, RESIDUE, reference, weight
 from rca.signals import Signal
 from rca.telemetry import Window
 from rca.topology import KPI
@@ -262,6 +262,27 @@ def test_asked_late_the_incident_under_way_when_the_window_opened_is_the_one_ask
     # a symptom's series that improved inside the window (fewer errors) begins no incident
     improved = _shift(4, "front", "error_rate", 8.0, Signal.ERRORS, 500.0, direction=-1)
     assert _first([symptom, cause, later, improved], graph) == "b"
+
+
+def test_what_outlasted_an_incident_over_before_the_one_asked_about_is_its_residue() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("front", "c")] + [("front", f"quiet-{k}") for k in range(6)])
+    off = ScoringConfig(off=frozenset({RESIDUE}))
+    symptom = _shift(1, "front", "latency_seconds", 20.0, Signal.LATENCY, 600.0)
+    cause = _shift(2, "c", "cpu_seconds", 12.0, Signal.CPU, 600.0)
+    # an earlier incident of b: its errors over before the symptom began, a level it raised still standing
+    errors = replace(_shift(3, "b", "error_rate", 90.0, Signal.ERRORS, 200.0), until=350.0)
+    level = _shift(4, "b", "open_fds", 60.0, Signal.OTHER, 210.0)
+    assert _first([symptom, cause, errors, level], graph) == "c"
+    assert _first([level, errors, cause, symptom], graph) == "c"
+    assert _first([symptom, cause, errors, level], graph, off) == "b"  # the switch: what stands is this incident's
+    # the level began apart from the earlier incident's strongest anomaly: it may be this one's
+    assert _first([symptom, cause, errors, replace(level, onset=480.0)], graph) == "b"
+    # the strongest anomaly of that moment still stands: that incident is not over
+    assert _first([symptom, cause, replace(errors, until=None), level], graph) == "b"
+    # where the symptom does not tell when this incident began, the one over may be the one asked about
+    ref = reference([errors, level], "front", None, Window(0.0, 1000.0))
+    assert ref.start is None and not ref.residue
+    assert reference([symptom, errors, level], "front", None, Window(0.0, 1000.0)).residue == {level.id}
 
 
 def _ranked(
