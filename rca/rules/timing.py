@@ -125,17 +125,16 @@ def outlasting(evidence: Sequence[Evidence], ref: Reference) -> frozenset[Eviden
     where the symptom does not tell when that was."""
     if ref.start is None:
         return frozenset()
-    dated: dict[str, list[Evidence]] = defaultdict(list)
+    dated: dict[str, list[tuple[float, Evidence]]] = defaultdict(list)  # per service: (onset, evidence)
     for ev in evidence:
         if ev.onset is not None and not ev.under_way:
-            dated[ev.entity].append(ev)
+            dated[ev.entity].append((ev.onset, ev))
     out: set[EvidenceId] = set()
     for evs in dated.values():
-        for ev in evs:
+        for onset, ev in evs:
             if ev.until is not None or elsewhere(ev, ref) is not None:
                 continue
-            assert ev.onset is not None
-            together = [o for o in evs if o.onset is not None and abs(o.onset - ev.onset) <= ONSET_TOLERANCE]
+            together = [o for at, o in evs if abs(at - onset) <= ONSET_TOLERANCE]
             strongest = max(together, key=lambda o: o.score)
             if strongest.until is not None and elsewhere(strongest, ref) is Elsewhere.OVER:
                 out.add(ev.id)
