@@ -1,4 +1,5 @@
-"""Trace evidence: where latency originates, per service (own time) and per call (network gap).
+"""Trace evidence: where latency originates, per service (own time) and per call (network gap);
+callees whose good answers were failed; services that sent their calls again and again.
 
 A span's time splits into its own work and the time spent waiting on children. For a call
 into another service, the caller's client span minus the callee's server span is the time on
@@ -296,3 +297,96 @@ def wrong_answers(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) 
             )
         )
     return sorted(out, key=lambda w: -w.score)
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatedCalls:
+    """Calls a service sent more often per request than it normally does, for requests of one
+    kind: the same call sent again and again (a retry storm, a loop). A request's calls follow
+    from its code, so their number per request holds steady; counted per minute against the
+    normal number per request, as a Poisson deviation."""
+
+    caller: str
+    subject: str  # "<request served> -> <call sent>"
+    sent: int  # such calls in the window
+    expected: float  # how many the window's requests send at the normal number per request
+    score: float  # the largest deviation of a minute, in the run placed
+    onset: float | None
+    profile: tuple[tuple[float, float], ...] = ()  # (minute, Poisson deviation) through the window
+    until: float | None = None
+    under_way: bool = False
+
+
+def _sends(spans: Sequence[Span]) -> pd.DataFrame:
+    """Per request a service served and kind of call it sent from it: the service, the kind
+    ("<request> -> <call>", a call into another service named with it), when the request
+    began, and how many such calls it sent. Counted on integer codes; a kind's name is made
+    once per kind, not per span."""
+    if not spans:
+        return pd.DataFrame({"caller": [], "kind": [], "start": [], "n": []})
+    table = SpanTable.of(spans)
+    child, parent = table.parent_pairs()
+    ent, ents = pd.factorize(table.entity)
+    op, ops = pd.factorize(table.operation)
+    calls = (len(ents) + 1) * len(ops)  # a call's code: its operation, and its callee where it left the service
+    sent = np.where(ent[child] != ent[parent], ent[child] + 1, 0) * len(ops) + op[child]
+    pairs, n = np.unique(parent.astype(np.int64) * calls + sent, return_counts=True)
+    request, call = pairs // calls, pairs % calls
+    kind_code, kinds = pd.factorize(op[request].astype(np.int64) * calls + call)
+    callee, call_op = np.divmod(kinds % calls, len(ops))
+    names = np.array(
+        [
+            f"{ops[k // calls]} -> {ents[c - 1] + ' ' if c else ''}{ops[o]}"
+            for k, c, o in zip(kinds, callee, call_op, strict=True)
+        ],
+        dtype=object,
+    )
+    return pd.DataFrame(
+        {
+            "caller": np.asarray(ents, dtype=object)[ent[request]],
+            "kind": names[kind_code],
+            "start": table.start[request],
+            "n": n,
+        }
+    )
+
+
+def repeated_calls(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) -> list[RepeatedCalls]:
+    """Per service and kind of request, the calls it sent more often per request than in the
+    normal period, where a minute's count departs from the normal number per request by
+    `min_z` Poisson deviations or more. A kind the normal period never sent, or sent from
+    fewer than MIN_SAMPLES requests, has no normal number to depart from."""
+    cur, ref = _sends(now), _sends(normal)
+    if cur.empty or ref.empty:
+        return []
+    keys = ["caller", "kind"]
+    per_request = ref.groupby(keys)["n"].agg(["mean", "size"])
+    per_request = per_request[per_request["size"] >= MIN_SAMPLES]["mean"].rename("rate")
+    cur["minute"] = np.floor(cur["start"].to_numpy(dtype=float) / BIN_SECONDS)
+    minutes = cur.groupby([*keys, "minute"]).agg(seen=("n", "sum"), requests=("n", "size")).join(per_request, on=keys)
+    minutes = minutes[minutes["rate"].notna()]
+    minutes["z"] = _deviation(minutes["seen"], minutes["requests"] * minutes["rate"])
+    flagged = minutes.groupby(level=keys)["z"].max() >= min_z  # only these can hold a run past min_z
+    out = []
+    for (caller, kind), rows in minutes[minutes.index.droplevel("minute").isin(flagged[flagged].index)].groupby(
+        level=keys
+    ):
+        bins = rows.index.get_level_values("minute").to_numpy(dtype=float)
+        z = rows["z"].to_numpy(dtype=float)
+        at = place(bins * BIN_SECONDS, z)
+        if at.direction < 0 or at.score < min_z:
+            continue
+        out.append(
+            RepeatedCalls(
+                str(caller),
+                str(kind),
+                int(rows["seen"].sum()),
+                float((rows["requests"] * rows["rate"]).sum()),
+                at.score,
+                at.onset,
+                tuple((float(t) * BIN_SECONDS, round(float(v), 3)) for t, v in zip(bins, z, strict=True)),
+                at.until,
+                at.under_way,
+            )
+        )
+    return sorted(out, key=lambda r: -r.score)

@@ -221,6 +221,51 @@ def test_a_retry_storm_sends_each_slow_call_again_and_the_callee_serves_them_all
     assert after[0] - before[0] == 20  # four for each of the caller's five
 
 
+def test_a_retry_storm_cuts_calls_at_the_callee_s_usual_answer_time_so_it_shows_without_a_slow_callee(
+    prometheus: None, tmp_path: Path
+) -> None:
+    """A storm whose timeout a callee never reaches is no storm: under one a caller cuts each
+    call at the time its callee usually takes to answer, so a callee that did not slow serves
+    more calls than the caller's requests, and every request is still answered."""
+    import json
+    import re
+    import time
+    import urllib.request
+
+    shop = draw_shop(8, size=2)
+    callee = next(s.name for s in shop.services if s.name != shop.entry)
+
+    def served(lab: object, service: str) -> float:
+        with urllib.request.urlopen(lab.url(service, "/metrics"), timeout=5) as r:  # type: ignore[attr-defined]
+            text = r.read().decode()
+        return sum(
+            float(m) for m in re.findall(r'lab_http_server_request_duration_seconds_count\{code="\d+"\} (\S+)', text)
+        )
+
+    def ask(lab: object, n: int) -> int:
+        ok = 0
+        for item in range(n):
+            try:
+                with urllib.request.urlopen(lab.url(shop.entry) + f"?item={item}", timeout=10) as r:
+                    ok += r.status == 200
+            except OSError:  # every try of some call given up on: a bad gateway, allowed
+                pass
+        return ok
+
+    with running(shop, tmp_path / "run") as lab:
+        ask(lab, 30)  # the callee's usual answer time, learnt from calls answered
+        body = json.dumps({"kind": "retry", "seconds": 120}).encode()
+        req = urllib.request.Request(lab.url(shop.entry, "/admin/fault"), data=body, method="POST")
+        with urllib.request.urlopen(req, timeout=5) as r:
+            assert r.status == 200
+        before = served(lab, callee), served(lab, shop.entry)
+        answered = ask(lab, 40)
+        time.sleep(1.0)  # the calls given up on finish on the callee's side
+        after = served(lab, callee), served(lab, shop.entry)
+    assert after[1] - before[1] == 40 and answered >= 30
+    assert after[0] - before[0] > 40  # calls given up on and sent again reached the callee
+
+
 def test_the_way_to_a_store_paused_or_closed_fails_that_service_alone_and_it_recovers(
     prometheus: None, tmp_path: Path
 ) -> None:
