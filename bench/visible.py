@@ -4,7 +4,13 @@ before it, and the rank of the labelled service among them. A fault whose servic
 one that moved most cannot be put first by its own metrics alone (a ceiling, counted from the
 files, not from any engine).
 
+With `--calls`, for each incident of a fault typed overload (the lab's retry storms), the calls
+the labelled service sent into other services per request it served, in the five minutes
+before and the fault's first two, from the spans: a retry storm that sent no more calls per
+request was no storm.
+
     python -m bench.visible .lab/r1            # per incident, then the share ranked first
+    python -m bench.visible .lab/r1 --calls    # calls per request, before and during
 """
 
 from __future__ import annotations
@@ -17,10 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from rca.evidence.metrics import robust_z
-from rca.model import IncidentCase
+from rca.model import FaultType, IncidentCase
 from rca.sources.datasets import find_cases
-from rca.sources.protocols import MetricQuery
-from rca.telemetry import Window
+from rca.sources.protocols import MetricQuery, SpanQuery
+from rca.telemetry import SpanTable, Window
 
 BEFORE = 300.0  # seconds before the injection taken as its normal
 AFTER = 120.0  # seconds after it in which it must show
@@ -47,10 +53,44 @@ async def movers(case: IncidentCase) -> list[tuple[float, str, str]]:
     return sorted(((z, e, m) for e, (z, m) in best.items()), reverse=True)
 
 
+async def calls_per_request(case: IncidentCase) -> tuple[float, float] | None:
+    """The calls the labelled service sent into other services per request it served, in the
+    BEFORE seconds before the fault and the AFTER seconds from it; None without spans."""
+    incident, label = case.incident, case.label
+    t, traces = label.start, incident.sources.traces
+    if traces is None or t is None:
+        return None
+    out = []
+    for window in (Window(t - BEFORE, t), Window(t, t + AFTER)):
+        table = SpanTable.of(await traces.spans(SpanQuery(window)))
+        child, parent = table.parent_pairs()
+        mine = table.entity == label.service
+        from_elsewhere = np.ones(len(table), dtype=bool)  # a request it served: no parent of its own
+        from_elsewhere[child[mine[parent]]] = False
+        requests = int(np.sum(mine & from_elsewhere))
+        calls = int(np.sum(mine[parent] & ~mine[child]))
+        out.append(calls / requests if requests else float("nan"))
+    return out[0], out[1]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("path", type=Path)
+    p.add_argument("--calls", action="store_true", help="calls per request of the services of faults typed overload")
     args = p.parse_args()
+    if args.calls:
+        rows = 0
+        for case in find_cases(args.path):
+            if case.label.fault_type is not FaultType.OVERLOAD:
+                continue
+            found = asyncio.run(calls_per_request(case))
+            if found is None:
+                continue
+            rows += 1
+            before, during = found
+            print(f"{case.id}  {case.label.service}: {before:.2f} -> {during:.2f} calls per request")
+        print(f"\n{rows} incidents of a fault typed overload with spans")
+        return
     ranks: Counter[str] = Counter()
     cases = find_cases(args.path)
     for case in cases:

@@ -23,8 +23,8 @@ import json
 import logging
 import os
 import random
-import threading
 import statistics
+import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
