@@ -37,7 +37,6 @@ class Toolbox(MetricTools, LogTools, TraceTools):
         peer_spread: bool = True,
         silences: bool = True,
         wrong_answers: bool = True,
-        repeats: bool = True,
         scoring: ScoringConfig = ScoringConfig(),
     ) -> None:
         self.scoring = scoring  # how a scan weighs what it reads: the engine's rules
@@ -48,7 +47,6 @@ class Toolbox(MetricTools, LogTools, TraceTools):
             peer_spread=peer_spread,
             silences=silences,
             wrong_answers=wrong_answers,
-            repeats=repeats,
         )
 
     async def entities(self) -> tuple[str, ...]:
