@@ -181,42 +181,49 @@ def _epoch(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
+def _served(lab: object, service: str) -> float:
+    """The requests the service has answered, from its own metrics."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(lab.url(service, "/metrics"), timeout=5) as r:  # type: ignore[attr-defined]
+        text = r.read().decode()
+    return sum(
+        float(m) for m in re.findall(r'lab_http_server_request_duration_seconds_count\{code="\d+"\} (\S+)', text)
+    )
+
+
+def _fault(lab: object, service: str, kind: str) -> None:
+    """Starts a fault of the kind in the service, for two minutes."""
+    import json
+    import urllib.request
+
+    body = json.dumps({"kind": kind, "seconds": 120}).encode()
+    req = urllib.request.Request(lab.url(service, "/admin/fault"), data=body, method="POST")  # type: ignore[attr-defined]
+    with urllib.request.urlopen(req, timeout=5) as r:
+        assert r.status == 200
+
+
 def test_a_retry_storm_sends_each_slow_call_again_and_the_callee_serves_them_all(
     prometheus: None, tmp_path: Path
 ) -> None:
     """Under a retry storm a caller gives up on a call after 50 ms and sends it again, up to
     three more times: a callee slowed past that serves four requests for each of the caller's."""
-    import json
-    import re
     import time
     import urllib.error
     import urllib.request
 
     shop = draw_shop(8, size=2)
     callee = next(s.name for s in shop.services if s.name != shop.entry)
-
-    def served(lab: object, service: str) -> float:
-        with urllib.request.urlopen(lab.url(service, "/metrics"), timeout=5) as r:  # type: ignore[attr-defined]
-            text = r.read().decode()
-        return sum(
-            float(m) for m in re.findall(r'lab_http_server_request_duration_seconds_count\{code="\d+"\} (\S+)', text)
-        )
-
-    def post(lab: object, service: str, kind: str) -> None:
-        body = json.dumps({"kind": kind, "seconds": 120}).encode()
-        req = urllib.request.Request(lab.url(service, "/admin/fault"), data=body, method="POST")  # type: ignore[attr-defined]
-        with urllib.request.urlopen(req, timeout=5) as r:
-            assert r.status == 200
-
     with running(shop, tmp_path / "run") as lab:
-        post(lab, callee, "latency")  # every request held 0.15-0.45 s: past the storm's 50 ms
-        post(lab, shop.entry, "retry")
-        before = served(lab, callee), served(lab, shop.entry)
+        _fault(lab, callee, "latency")  # every request held 0.15-0.45 s: past the storm's 50 ms
+        _fault(lab, shop.entry, "retry")
+        before = _served(lab, callee), _served(lab, shop.entry)
         for item in range(5):
             with pytest.raises(urllib.error.HTTPError, match="502"):  # every try given up on: a bad gateway
                 urllib.request.urlopen(lab.url(shop.entry) + f"?item={item}", timeout=10)
         time.sleep(1.0)  # the requests given up on finish on the callee's side
-        after = served(lab, callee), served(lab, shop.entry)
+        after = _served(lab, callee), _served(lab, shop.entry)
     assert after[1] - before[1] == 5
     assert after[0] - before[0] == 20  # four for each of the caller's five
 
@@ -227,26 +234,17 @@ def test_a_retry_storm_cuts_calls_at_the_callee_s_usual_answer_time_so_it_shows_
     """A storm whose timeout a callee never reaches is no storm: under one a caller cuts each
     call at the time its callee usually takes to answer, so a callee that did not slow serves
     more calls than the caller's requests, and every request is still answered."""
-    import json
-    import re
     import time
     import urllib.request
 
     shop = draw_shop(8, size=2)
     callee = next(s.name for s in shop.services if s.name != shop.entry)
 
-    def served(lab: object, service: str) -> float:
-        with urllib.request.urlopen(lab.url(service, "/metrics"), timeout=5) as r:  # type: ignore[attr-defined]
-            text = r.read().decode()
-        return sum(
-            float(m) for m in re.findall(r'lab_http_server_request_duration_seconds_count\{code="\d+"\} (\S+)', text)
-        )
-
     def ask(lab: object, n: int) -> int:
         ok = 0
         for item in range(n):
             try:
-                with urllib.request.urlopen(lab.url(shop.entry) + f"?item={item}", timeout=10) as r:
+                with urllib.request.urlopen(lab.url(shop.entry) + f"?item={item}", timeout=10) as r:  # type: ignore[attr-defined]
                     ok += r.status == 200
             except OSError:  # every try of some call given up on: a bad gateway, allowed
                 pass
@@ -254,14 +252,11 @@ def test_a_retry_storm_cuts_calls_at_the_callee_s_usual_answer_time_so_it_shows_
 
     with running(shop, tmp_path / "run") as lab:
         ask(lab, 30)  # the callee's usual answer time, learnt from calls answered
-        body = json.dumps({"kind": "retry", "seconds": 120}).encode()
-        req = urllib.request.Request(lab.url(shop.entry, "/admin/fault"), data=body, method="POST")
-        with urllib.request.urlopen(req, timeout=5) as r:
-            assert r.status == 200
-        before = served(lab, callee), served(lab, shop.entry)
+        _fault(lab, shop.entry, "retry")
+        before = _served(lab, callee), _served(lab, shop.entry)
         answered = ask(lab, 40)
         time.sleep(1.0)  # the calls given up on finish on the callee's side
-        after = served(lab, callee), served(lab, shop.entry)
+        after = _served(lab, callee), _served(lab, shop.entry)
     assert after[1] - before[1] == 40 and answered >= 30
     assert after[0] - before[0] > 40  # calls given up on and sent again reached the callee
 
