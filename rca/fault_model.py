@@ -67,11 +67,13 @@ class FaultModel:
     )
     # How much a component, once it stands out, points at its own service rather than at the
     # load or at a neighbour: exceptions thrown and delays on every call of a service are its
-    # own; latency, traffic, I/O counters and error logs also move in its callers.
+    # own, and so are the calls it sends again and again; latency, traffic, I/O counters and
+    # error logs also move in its callers.
     specificity: Mapping[str, float] = field(
         default_factory=lambda: _frozen(
             {
                 "exc": 1.0,
+                "repeat": 1.0,
                 "gap": 1.0,
                 "gap_out": 0.9,
                 "own": 0.9,

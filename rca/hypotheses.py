@@ -97,6 +97,15 @@ class _Signals:
         return self.parts.get(part, 0.0)
 
 
+def _load_made(sig: _Signals) -> None:
+    """An overload's load is load that arrived, or load the service made itself by sending its
+    calls again and again: the stronger of the two is its `traffic` part."""
+    made = sig.parts.pop("repeat", 0.0)
+    if made > sig.parts.get("traffic", 0.0):
+        sig.parts["traffic"] = made
+        sig.cites["traffic"] = list(sig.cites.get("repeat", []))
+
+
 def _components(
     evidence: Sequence[Evidence],
     cfg: ScoringConfig,
@@ -130,6 +139,8 @@ def _components(
         elif ev.kind in (EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_WRONG_ANSWER):  # its own work; wrong answers
             part = "own" if ev.kind is EvidenceKind.TRACE_SELF_TIME else "logerr"  # errors without an exception
             sig.add(part, depth(w, ev.score, model.trace_scale), ev)
+        elif ev.kind is EvidenceKind.TRACE_REPEATED_CALLS:  # calls it sent again and again: load it made
+            sig.add("repeat", depth(w, ev.score, model.trace_scale), ev)
         elif ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
             share = edge_share(ev.entity)
             if share.incoming >= share.outgoing:  # delayed on its way in: its network
@@ -170,6 +181,7 @@ def _components(
         for part in list(sig.parts):
             strength = -math.expm1(-sig.parts[part])
             sig.parts[part] = strength * model.specificity.get(part, model.default_specificity)
+        _load_made(sig)
     place_delays(
         {e: sig.parts for e, sig in out.items()},
         {e: sig.cites for e, sig in out.items()},

@@ -60,6 +60,7 @@ ABLATIONS = (
     "peer-spread",
     "silences",
     "wrong-answers",
+    "repeats",
     ASKED_LATE,
     REOPEN,
     RESIDUE,
@@ -73,7 +74,7 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
     service's error-line counts where the budget cannot pay for their lines; a metric normal that
     never moved measured at the floor, not in its peers' spread; one run of a log template's lines
     across every silence; no callee's wrong answers read
-    from the calls its callers failed), and any scoring rule (`rule:NAME`, see rca.rules)."""
+    from the calls its callers failed; no calls a service sent again and again read as its own), and any scoring rule (`rule:NAME`, see rca.rules)."""
     if what.startswith("rule:"):
         rules = parse_rules(what.removeprefix("rule:"))
         return replace(config, scoring=replace(config.scoring, off=config.scoring.off | rules))
@@ -93,6 +94,8 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, silences=False)
     if what == "wrong-answers":
         return replace(config, wrong_answers=False)
+    if what == "repeats":
+        return replace(config, repeats=False)
     if what in (ASKED_LATE, REOPEN, RESIDUE, UNDONE):
         return replace(config, scoring=replace(config.scoring, off=config.scoring.off | {what}))
     raise InputError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")

@@ -37,6 +37,7 @@ class Toolbox(MetricTools, LogTools, TraceTools):
         peer_spread: bool = True,
         silences: bool = True,
         wrong_answers: bool = True,
+        repeats: bool = True,
         scoring: ScoringConfig = ScoringConfig(),
     ) -> None:
         self.scoring = scoring  # how a scan weighs what it reads: the engine's rules
@@ -47,6 +48,7 @@ class Toolbox(MetricTools, LogTools, TraceTools):
             peer_spread=peer_spread,
             silences=silences,
             wrong_answers=wrong_answers,
+            repeats=repeats,
         )
 
     async def entities(self) -> tuple[str, ...]:

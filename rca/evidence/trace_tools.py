@@ -1,17 +1,29 @@
 """The spans tool of a toolbox: a service's own-time shift and the network-gap shifts of the
-calls into and out of it, timed once from the window's spans and the normal stretches'; and
-how much of the gap shift around a service is its own."""
+calls into and out of it, timed once from the window's spans and the normal stretches'; the
+calls it gave up on and sent again more often per request than normally; and how much of the gap shift around a
+service is its own."""
 
 from __future__ import annotations
 
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rca.evidence import Evidence, EvidenceKind
 from rca.evidence.reading import Reader, ToolResult, memoised
-from rca.evidence.traces import NO_GAPS, GapShare, LatencyShift, WrongAnswers, latency_shifts, timings, wrong_answers
+from rca.evidence.traces import (
+    NO_GAPS,
+    GapShare,
+    LatencyShift,
+    RepeatedCalls,
+    WrongAnswers,
+    latency_shifts,
+    repeated_calls,
+    timings,
+    wrong_answers,
+)
 from rca.model import Incident, Modality
 from rca.signals import Signal
 from rca.sources.protocols import SpanQuery
@@ -19,16 +31,23 @@ from rca.telemetry import Span, SpanTable
 
 TRACE_MIN_Z = 3.0
 
-_Index = tuple[dict[str, LatencyShift], dict[str, LatencyShift], dict[str, WrongAnswers]]
+_Index = tuple[
+    dict[str, LatencyShift], dict[str, LatencyShift], dict[str, WrongAnswers], dict[str, list[RepeatedCalls]]
+]
 
 
 def _index(ref: Sequence[Span], now: Sequence[Span]) -> _Index:
-    """Own-time and network-gap shifts, by service and by call edge; wrong answers by callee."""
+    """Own-time and network-gap shifts, by service and by call edge; wrong answers by callee;
+    calls sent again and again, by caller."""
     (o0, g0), (o1, g1) = timings(ref), timings(now)
+    repeats: dict[str, list[RepeatedCalls]] = defaultdict(list)
+    for r in repeated_calls(ref, now, min_z=TRACE_MIN_Z):
+        repeats[r.caller].append(r)
     return (
         {s.subject: s for s in latency_shifts(o0, o1)},
         {s.subject: s for s in latency_shifts(g0, g1)},
         {w.callee: w for w in wrong_answers(ref, now, min_z=TRACE_MIN_Z)},
+        dict(repeats),
     )
 
 
@@ -58,12 +77,14 @@ _LAST_TRACE_INDEX = _LastIndex()
 
 
 class TraceTools(Reader):
-    def __init__(self, incident: Incident, *, wrong_answers: bool = True, **options: Any) -> None:
+    def __init__(self, incident: Incident, *, wrong_answers: bool = True, repeats: bool = True, **options: Any) -> None:
         super().__init__(incident, **options)
         self.wrong_answers = wrong_answers  # calls a callee answered well that its caller failed are its evidence
+        self.repeats = repeats  # calls a service sent more often per request than normally are its evidence
         self._own: dict[str, LatencyShift] | None = None
         self._gaps: dict[str, LatencyShift] | None = None
         self._wrong: dict[str, WrongAnswers] = {}
+        self._repeats: dict[str, list[RepeatedCalls]] = {}
         self._traced: frozenset[str] | None = None  # the services the trace backend has spans of
 
     async def _listed(self, tool: str, entity: str) -> bool:
@@ -83,7 +104,7 @@ class TraceTools(Reader):
                 self._own, self._gaps = {}, {}
                 ref_spans, now_spans = await self._span_reads()
                 if now_spans or ref_spans:
-                    self._own, self._gaps, self._wrong = _LAST_TRACE_INDEX.get(
+                    self._own, self._gaps, self._wrong, self._repeats = _LAST_TRACE_INDEX.get(
                         self._trace_sources(), lambda: _index(ref_spans, now_spans), keep="traces" not in self.failed
                     )
             return self._own, self._gaps
@@ -134,6 +155,15 @@ class TraceTools(Reader):
                         detail,
                     )
                 )
+        for r in self._repeats.get(entity, []) if self.repeats else ():
+            detail = (
+                f"gave up on {r.sent} calls {r.subject} before they were answered and sent them again, "
+                f"where its requests do so {r.expected:.0f} times normally: a retry storm of its own making"
+            )
+            placed = self._placed(
+                r, Modality.TRACES, EvidenceKind.TRACE_REPEATED_CALLS, entity, r.subject, Signal.TRAFFIC, query, detail
+            )
+            items.append(replace(placed, peers=(r.callee,)) if r.callee else placed)  # the service it stormed
         found = mine_ is not None or any(entity in s.split("->") for s in gaps)
         return ToolResult("spans", entity, query, tuple(items), "ok" if found else "no_data")
 

@@ -1,4 +1,5 @@
-"""Trace evidence: where latency originates, per service (own time) and per call (network gap).
+"""Trace evidence: where latency originates, per service (own time) and per call (network gap);
+callees whose good answers were failed; services that sent their calls again and again.
 
 A span's time splits into its own work and the time spent waiting on children. For a call
 into another service, the caller's client span minus the callee's server span is the time on
@@ -296,3 +297,123 @@ def wrong_answers(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) 
             )
         )
     return sorted(out, key=lambda w: -w.score)
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatedCalls:
+    """Calls a service gave up on before they were answered and sent again, for requests of
+    one kind, more often per request than it normally did: a retry storm of its own making. A
+    caller that stops waiting before its callee answers (the callee went on and answered
+    after) was not answered wrong or failed by the callee: it cut the call short itself. A
+    call sent again after an answer (an error, a wrong body) is the callee's doing, and a span
+    layout that records no caller-side end of a call cannot tell, so neither counts. Counted
+    per minute against the normal number per request, as a Poisson deviation."""
+
+    caller: str
+    subject: str  # "<request served> -> <call sent>"
+    callee: str  # the service the calls went to ("" where the spans do not say)
+    sent: int  # such calls in the window: given up on, then sent again
+    expected: float  # how many the window's requests send at the normal number per request
+    score: float  # the largest deviation of a minute, in the run placed
+    onset: float | None
+    profile: tuple[tuple[float, float], ...] = ()  # (minute, Poisson deviation) through the window
+    until: float | None = None
+    under_way: bool = False
+
+
+def _sends(spans: Sequence[Span]) -> pd.DataFrame:
+    """Per request a service served and kind of call it sent from it: the service, the kind
+    ("<request> -> <call>", a call into another service named with it), when the request
+    began, and how many such calls it gave up on before they were answered (a child of the
+    call in another service worked on it longer than the call lasted) and then sent again (a later call of
+    the kind followed in the request). Counted on integer codes; a kind's name is made once
+    per kind, not per span."""
+    if not spans:
+        return pd.DataFrame({"caller": [], "kind": [], "callee": [], "start": [], "n": []})
+    table = SpanTable.of(spans)
+    child, parent = table.parent_pairs()
+    ent, ents = pd.factorize(table.entity)
+    op, ops = pd.factorize(table.operation)
+    # Per span: the longest any other service worked on it (each span timed on its own host's
+    # clock, so no offset between the hosts' clocks enters): a call that the callee worked on
+    # longer than the caller waited for it was given up on.
+    worked = np.zeros(len(table))
+    remote = ent[child] != ent[parent]
+    np.maximum.at(worked, parent[remote], (table.end - table.start)[child[remote]])
+    gave_up = worked[child] > (table.end - table.start)[child]
+    answerer = np.full(len(table), -1)  # per span: the service that served it, where another did
+    answerer[parent[remote]] = ent[child[remote]]
+    callee = np.where(remote, ent[child], answerer[child])  # a call span's callee: the service it went to
+    calls = (len(ents) + 1) * len(ops)  # a call's code: its operation, and its callee where it left the service
+    sent = (callee + 1) * len(ops) + op[child]
+    group = parent.astype(np.int64) * calls + sent
+    order = np.lexsort((table.start[child], group))  # within a request's calls of a kind, by when sent
+    last = np.ones(order.size, dtype=bool)
+    last[:-1] = group[order][1:] != group[order][:-1]
+    again = np.zeros(order.size, dtype=bool)
+    again[order] = gave_up[order] & ~last  # given up, and a later call of the kind followed
+    pairs, where = np.unique(group, return_inverse=True)
+    n = np.bincount(where, weights=again.astype(float))
+    request, call = pairs // calls, pairs % calls
+    kind_code, kinds = pd.factorize(op[request].astype(np.int64) * calls + call)
+    callee, call_op = np.divmod(kinds % calls, len(ops))
+    names = np.array(
+        [
+            f"{ops[k // calls]} -> {ents[c - 1] + ' ' if c else ''}{ops[o]}"
+            for k, c, o in zip(kinds, callee, call_op, strict=True)
+        ],
+        dtype=object,
+    )
+    callees = np.array([ents[c - 1] if c else "" for c in callee], dtype=object)
+    return pd.DataFrame(
+        {
+            "caller": np.asarray(ents, dtype=object)[ent[request]],
+            "kind": names[kind_code],
+            "callee": callees[kind_code],
+            "start": table.start[request],
+            "n": n,
+        }
+    )
+
+
+def repeated_calls(normal: Sequence[Span], now: Sequence[Span], *, min_z: float) -> list[RepeatedCalls]:
+    """Per service and kind of request, the calls it gave up on and sent again more often per
+    request than in the normal period, where a minute's count departs from the normal number
+    per request by `min_z` Poisson deviations or more. A kind the normal period never sent,
+    or sent from fewer than MIN_SAMPLES requests, has no normal number to depart from."""
+    cur, ref = _sends(now), _sends(normal)
+    if cur.empty or ref.empty:
+        return []
+    keys = ["caller", "kind"]
+    per_request = ref.groupby(keys)["n"].agg(["mean", "size"])
+    per_request = per_request[per_request["size"] >= MIN_SAMPLES]["mean"].rename("rate")
+    cur["minute"] = np.floor(cur["start"].to_numpy(dtype=float) / BIN_SECONDS)
+    minutes = cur.groupby([*keys, "minute"]).agg(seen=("n", "sum"), requests=("n", "size")).join(per_request, on=keys)
+    minutes = minutes[minutes["rate"].notna()]
+    minutes["z"] = _deviation(minutes["seen"], minutes["requests"] * minutes["rate"])
+    flagged = minutes.groupby(level=keys)["z"].max() >= min_z  # only these can hold a run past min_z
+    out = []
+    callee_of = dict(zip(cur["kind"], cur["callee"], strict=True))
+    for (caller, kind), rows in minutes[minutes.index.droplevel("minute").isin(flagged[flagged].index)].groupby(
+        level=keys
+    ):
+        bins = rows.index.get_level_values("minute").to_numpy(dtype=float)
+        z = rows["z"].to_numpy(dtype=float)
+        at = place(bins * BIN_SECONDS, z)
+        if at.direction < 0 or at.score < min_z:
+            continue
+        out.append(
+            RepeatedCalls(
+                str(caller),
+                str(kind),
+                str(callee_of[kind]),
+                int(round(float(rows["seen"].sum()))),
+                float((rows["requests"] * rows["rate"]).sum()),
+                at.score,
+                at.onset,
+                tuple((float(t) * BIN_SECONDS, round(float(v), 3)) for t, v in zip(bins, z, strict=True)),
+                at.until,
+                at.under_way,
+            )
+        )
+    return sorted(out, key=lambda r: -r.score)

@@ -27,6 +27,7 @@ _LOCALISED = {
     EvidenceKind.TRACE_SELF_TIME,
     EvidenceKind.TRACE_EDGE_LATENCY,
     EvidenceKind.TRACE_WRONG_ANSWER,
+    EvidenceKind.TRACE_REPEATED_CALLS,
     EvidenceKind.LOG_ERROR_SHIFT,
     EvidenceKind.LOG_PATH_CUT,
 }

@@ -58,7 +58,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "victims",
         "A service whose anomaly an anomalous callee can explain (one begun no later and still "
-        "going) is that callee's victim.",
+        "going, not one it gave up on calls to and sent them again) is that callee's victim.",
     ),
     Rule(
         "calls",
@@ -73,7 +73,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "answers",
         "A callee whose anomaly began well after an anomalous caller's work (its calls, answers and logs, "
-        "not its process's own resources) is answering the caller's changed calls.",
+        "not its process's own resources), or whose calls that caller gave up on and sent again, is "
+        "answering the caller's changed calls.",
     ),
     Rule(
         "changes",

@@ -1,5 +1,6 @@
-"""Rule `answers`: a callee whose anomaly began well after an anomalous caller's work is
-answering the caller's changed calls.
+"""Rule `answers`: a callee whose anomaly began well after an anomalous caller's work, or
+that the caller gave up on calls to and sent them again, is answering the caller's changed
+calls.
 
 A caller changes the calls it sends only through its work (what it sends, answers and logs),
 never through its process's own resources: memory it kept, descriptors it holds or CPU it burnt
@@ -19,9 +20,10 @@ def earlier_caller(
     entity: str, values: dict[str, float], board: Board, when: Causality, *, ratio: float, hops: int
 ) -> str | None:
     """A caller that stands out about as much (at least `ratio` of the callee's value) and
-    whose anomaly in its work began in the window well before this callee's: the callee most
-    likely answers its changed calls (retries, a new mix of requests) rather than causing
-    them."""
+    whose anomaly in its work began in the window well before this callee's, or that gave up
+    on calls to this callee and sent them again (its retries are load it sends, whenever the
+    callee's anomaly began): the callee most likely answers its changed calls (retries, a new
+    mix of requests) rather than causing them."""
     if entity not in when.began:
         return None
     ups = nx.single_source_shortest_path_length(board.graph.reverse(copy=False), entity, cutoff=hops)
@@ -32,6 +34,6 @@ def earlier_caller(
         and c in when.working
         and values.get(c, 0.0) >= values[entity] * ratio
         and c not in when.under_way
-        and not in_causal_order(when.began[entity], when.working[c])
+        and (entity in when.stormed.get(c, ()) or not in_causal_order(when.began[entity], when.working[c]))
     ]
     return max(earlier, key=lambda c: values[c]) if earlier else None

@@ -21,6 +21,8 @@ class Causality:
     # when each entity's anomaly in its work began (its calls, answers, logs and spans), not in
     # its process's own resources (Evidence.of_process): what changes the calls it sends
     working: dict[str, float] = field(default_factory=dict)
+    # the callees each service gave up on calls to and sent them again (a retry storm of its making)
+    stormed: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -37,9 +39,12 @@ class Causality:
                 active[ev.entity].append((ev.onset, ev.until))
         evidence = [ev for ev in everything if current is None or ev.id in current]
         failed_on: dict[str, set[str]] = defaultdict(set)
+        stormed: dict[str, set[str]] = defaultdict(set)
         for ev in evidence:
             if ev.kind is EvidenceKind.LOG_DEPENDENCY_ERROR:
                 failed_on[ev.entity].update(ev.peers)
+            elif ev.kind is EvidenceKind.TRACE_REPEATED_CALLS:
+                stormed[ev.entity].update(ev.peers)
         # from the evidence the entity's hypothesis cites, or from any of its evidence where
         # none of that is placed
         began = earliest_onsets(evidence) | earliest_onsets(ev for ev in evidence if ev.id in cited.get(ev.entity, ()))
@@ -51,7 +56,7 @@ class Causality:
         for ev in everything:
             if ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
                 slowed[ev.subject] = slowed.get(ev.subject, False) or ev.until is None
-        return cls(active, began, under_way, failed_on, going, slowed, working)
+        return cls(active, began, under_way, failed_on, going, slowed, working, dict(stormed))
 
     def was_active(self, entity: str, when: float | None) -> bool:
         """Some anomaly of the entity had begun by `when` and not yet ended (unknown times do

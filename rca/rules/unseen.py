@@ -20,6 +20,7 @@ _MODALITY_OF_PART: dict[str, Modality] = {
     "delay": Modality.TRACES,
     "gap_out": Modality.TRACES,
     "own": Modality.TRACES,
+    "repeat": Modality.TRACES,
 }
 
 

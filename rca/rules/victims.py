@@ -33,8 +33,9 @@ def explaining_callee(
 ) -> str | None:
     """The most valuable anomalous callee that can explain the service, if any: one whose
     anomaly began no later than the service's and had not ended then; where the service's
-    failed calls name callees, one of those or behind them; and, unless it fails, one whose
-    slowness the timed calls between them let through (rca.rules.calls)."""
+    failed calls name callees, one of those or behind them; not one the service gave up on
+    calls to and sent them again (its load is the service's making); and, unless it fails,
+    one whose slowness the timed calls between them let through (rca.rules.calls)."""
     value, faults, graph = values[entity], board.faults, board.graph
 
     def ratio(d: str) -> float:
@@ -52,6 +53,7 @@ def explaining_callee(
         d
         for d in reach
         if d != entity
+        and d not in when.stormed.get(entity, ())  # its load is the service's own retries (rule `answers`)
         and values.get(d, 0.0) >= value * ratio(d)
         and when.was_active(d, when.began.get(entity))
         and (not terms.calls or faults.get(d) in ERRING or slowness_passes(entity, d, board, when))

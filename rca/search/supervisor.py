@@ -60,6 +60,7 @@ async def run_search(
             peer_spread=config.peer_spread,
             silences=config.silences,
             wrong_answers=config.wrong_answers,
+            repeats=config.repeats,
             scoring=config.scoring,
         )
 

@@ -285,6 +285,55 @@ def test_what_outlasted_an_incident_over_before_the_one_asked_about_is_its_resid
     assert reference([symptom, errors, level], "front", None, Window(0.0, 1000.0)).residue == {level.id}
 
 
+def test_calls_a_service_sent_again_and_again_are_load_it_made_an_overload_of_its_own() -> None:
+    graph = nx.DiGraph([("front", "a"), ("a", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "latency_seconds", 20.0, Signal.LATENCY, 500.0)
+    arrived = _shift(2, "b", "requests_total", 12.0, Signal.TRAFFIC, 500.0)  # the load b took
+    made = replace(
+        _shift(3, "a", "GET / -> GET /work", 40.0, Signal.TRAFFIC, 500.0),
+        modality=Modality.TRACES,
+        kind=EvidenceKind.TRACE_REPEATED_CALLS,
+    )
+    by = {
+        h.service: h
+        for h in score_hypotheses([symptom, arrived, made], graph=graph, window=Window(0.0, 1000.0), symptom="front")
+    }
+    assert by["a"].fault_type is FaultType.OVERLOAD and by["a"].value > by["b"].value
+    alone = {
+        h.service
+        for h in score_hypotheses([symptom, arrived], graph=graph, window=Window(0.0, 1000.0), symptom="front")
+    }
+    assert "a" not in alone  # without its repeated calls, nothing points at a
+
+
+def test_a_callee_a_caller_gave_up_on_and_sent_its_calls_again_answers_that_caller() -> None:
+    """a storms b: b's CPU, latency and load, begun with a's retries, stand out more than a's
+    own calls sent again and the CPU they cost it. Where the retries name b, b answers a's storm and cannot explain a;
+    where the spans do not say which callee a stormed, b stays first and a its victim."""
+    graph = nx.DiGraph([("front", "a"), ("a", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "latency_seconds", 20.0, Signal.LATENCY, 500.0)
+    slow = [
+        _shift(2, "a", "latency_seconds", 15.0, Signal.LATENCY, 500.0),
+        _shift(7, "a", "cpu_seconds", 20.0, Signal.CPU, 500.0),  # sending each call again and again
+    ]
+    busy = [
+        _shift(3, "b", "cpu_seconds", 60.0, Signal.CPU, 500.0),
+        _shift(4, "b", "latency_seconds", 30.0, Signal.LATENCY, 500.0),
+        _shift(5, "b", "requests_total", 30.0, Signal.TRAFFIC, 500.0),
+    ]
+    retries = replace(
+        _shift(6, "a", "GET / -> b GET /work", 40.0, Signal.TRAFFIC, 500.0),
+        modality=Modality.TRACES,
+        kind=EvidenceKind.TRACE_REPEATED_CALLS,
+    )
+
+    def first(*evidence: Evidence) -> str:
+        return score_hypotheses(list(evidence), graph=graph, window=Window(0.0, 1000.0), symptom="front")[0].service
+
+    assert first(symptom, *slow, *busy, retries) == "b"
+    assert first(symptom, *slow, *busy, replace(retries, peers=("b",))) == "a"
+
+
 def _ranked(
     evidence: list[Evidence], graph: nx.DiGraph, changes: list[Change], config: ScoringConfig = ScoringConfig()
 ) -> list[Hypothesis]:

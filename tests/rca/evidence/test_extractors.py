@@ -17,9 +17,9 @@ from rca.evidence.logs import (
 from rca.evidence.metrics import MAX_Z, metric_shifts, robust_z, shift_of
 from rca.evidence.paths import cut_paths
 from rca.evidence.toolbox import Toolbox
-from rca.evidence.traces import GapShare, timings, wrong_answers
+from rca.evidence.traces import GapShare, repeated_calls, timings, wrong_answers
 from rca.hypotheses import score_hypotheses
-from rca.model import CaseId, FaultType, Incident, Modality, Sources
+from rca.model import CaseId, FaultType, Incident, Modality, Normal, Sources
 from rca.rules.config import ScoringConfig
 from rca.signals import Signal
 from rca.sources.datasets import find_cases
@@ -1201,3 +1201,78 @@ def test_a_callee_s_wrong_answers_are_read_from_either_end_and_can_be_switched_o
     wrong = ("b", EvidenceKind.TRACE_WRONG_ANSWER)
     assert wrong in asyncio.run(kinds("b")) and wrong in asyncio.run(kinds("a"))
     assert wrong not in asyncio.run(kinds("b", wrong_answers=False))  # --ablate wrong-answers
+
+
+def _requests(
+    t0: float, minutes: int, *, tries: int = 1, calls: int = 2, every: float = 1.0, gave_up: bool = True
+) -> list[Span]:
+    """Requests into a, one each `every` seconds; each sends `calls` calls to b, each call
+    sent `tries` times: the first tries failed at 50 ms, b answering after a gave up on them
+    (`gave_up`) or within them, with an error."""
+    out = []
+    for i in range(int(60 * minutes / every)):
+        t, tid = t0 + i * every, f"r{t0}-{i}"
+        out.append(Span(tid, "r", "", "a", "GET /", t, t + 0.5))
+        for c in range(calls):
+            for k in range(tries):
+                cid, at, last = f"c{c}-{k}", t + 0.01 + 0.06 * k, k == tries - 1
+                answered = at + (0.04 if last or not gave_up else 0.08)
+                failed = SpanStatus.UNSET if last else SpanStatus.ERROR
+                out += [
+                    Span(tid, cid, "r", "a", "GET /work", at, at + 0.05, failed),
+                    Span(
+                        tid,
+                        f"s{c}-{k}",
+                        cid,
+                        "b",
+                        "GET /work",
+                        at + 0.005,
+                        answered,
+                        failed if not gave_up else SpanStatus.UNSET,
+                    ),
+                ]
+    return out
+
+
+def test_calls_a_service_gave_up_on_and_sent_again_more_often_per_request_than_normally_are_its_retry_storm() -> None:
+    """A request's calls follow from its code: two calls to b per request, in the normal period
+    and in the window, until a gives up on each call at 50 ms while b still works on it, and
+    sends it again, three times in all. Load that arrives (twice the requests, the same calls
+    per request), a path cut short (fewer calls), calls sent again after b answered them with
+    an error, and spans that record no caller-side end of a call are no storm of a's making."""
+    normal = _requests(0.0, 5)
+    now = _requests(1000.0, 5) + _requests(1300.0, 4, tries=3)
+    (found,) = repeated_calls(normal, now, min_z=3.0)
+    assert (found.caller, found.subject) == ("a", "GET / -> b GET /work")
+    assert found.sent == 4 * 240 and found.expected == 0.0  # two of each call's three tries, per request
+    assert found.onset == pytest.approx(1300.0, abs=60.0) and found.until is None
+    assert repeated_calls(normal[::-1], now[::-1], min_z=3.0) == [found]  # the order read decides nothing
+    busier = _requests(1000.0, 5) + _requests(1300.5, 4)
+    assert repeated_calls(normal, busier, min_z=3.0) == []
+    assert repeated_calls(normal, _requests(1000.0, 5) + _requests(1300.0, 4, calls=1), min_z=3.0) == []
+    answered = _requests(1000.0, 5) + _requests(1300.0, 4, tries=3, gave_up=False)
+    assert repeated_calls(normal, answered, min_z=3.0) == []  # sent again after b's error: b's doing
+    # a layout without the caller's own call spans (b's server spans straight under a's
+    # request, as Nezha's) cannot show a give-up
+    assert repeated_calls(_direct(normal), _direct(now), min_z=3.0) == []
+
+
+def _direct(spans: list[Span]) -> list[Span]:
+    """The spans with the caller's call spans left out, its callees' hung under its request."""
+    return [replace(s, parent_id="r") if s.entity == "b" else s for s in spans if s.entity == "b" or s.parent_id == ""]
+
+
+def test_calls_sent_again_and_again_are_the_sender_s_evidence_and_can_be_switched_off() -> None:
+    traces = InMemoryTraces(_requests(0.0, 5) + _requests(1000.0, 5) + _requests(1300.0, 4, tries=3))
+    normal = Normal(Window(0.0, 900.0), Sources(traces=traces))
+    incident = Incident(CaseId("storm"), "test", "a", Window(900.0, 1600.0), Sources(traces=traces))
+    incident = replace(incident, normal={Modality.TRACES: normal})
+
+    async def kinds(entity: str, **options: bool) -> set[tuple[str, EvidenceKind]]:
+        found = await Toolbox(incident, **options).spans(entity)
+        return {(ev.entity, ev.kind) for ev in found.evidence}
+
+    repeats = ("a", EvidenceKind.TRACE_REPEATED_CALLS)
+    assert repeats in asyncio.run(kinds("a"))
+    assert repeats not in asyncio.run(kinds("b"))  # a read of the callee does not show them
+    assert repeats not in asyncio.run(kinds("a", repeats=False))  # --ablate repeats
