@@ -67,7 +67,7 @@ class FaultModel:
     )
     # How much a component, once it stands out, points at its own service rather than at the
     # load or at a neighbour: exceptions thrown and delays on every call of a service are its
-    # own, and so are the calls it sends again and again; latency, traffic, I/O counters and
+    # own, and so are the calls it gives up on and sends again; latency, traffic, I/O counters and
     # error logs also move in its callers.
     specificity: Mapping[str, float] = field(
         default_factory=lambda: _frozen(

@@ -98,8 +98,8 @@ class _Signals:
 
 
 def _load_made(sig: _Signals) -> None:
-    """An overload's load is load that arrived, or load the service made itself by sending its
-    calls again and again: the stronger of the two is its `traffic` part."""
+    """An overload's load is load that arrived, or load the service made itself by giving up on
+    its calls and sending them again: the stronger of the two is its `traffic` part."""
     made = sig.parts.pop("repeat", 0.0)
     if made > sig.parts.get("traffic", 0.0):
         sig.parts["traffic"] = made
@@ -139,7 +139,7 @@ def _components(
         elif ev.kind in (EvidenceKind.TRACE_SELF_TIME, EvidenceKind.TRACE_WRONG_ANSWER):  # its own work; wrong answers
             part = "own" if ev.kind is EvidenceKind.TRACE_SELF_TIME else "logerr"  # errors without an exception
             sig.add(part, depth(w, ev.score, model.trace_scale), ev)
-        elif ev.kind is EvidenceKind.TRACE_REPEATED_CALLS:  # calls it sent again and again: load it made
+        elif ev.kind is EvidenceKind.TRACE_REPEATED_CALLS:  # calls it gave up on and sent again: load it made
             sig.add("repeat", depth(w, ev.score, model.trace_scale), ev)
         elif ev.kind is EvidenceKind.TRACE_EDGE_LATENCY:
             share = edge_share(ev.entity)

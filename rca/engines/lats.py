@@ -74,7 +74,7 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
     service's error-line counts where the budget cannot pay for their lines; a metric normal that
     never moved measured at the floor, not in its peers' spread; one run of a log template's lines
     across every silence; no callee's wrong answers read
-    from the calls its callers failed; no calls a service sent again and again read as its own), and any scoring rule (`rule:NAME`, see rca.rules)."""
+    from the calls its callers failed; no calls a service gave up on and sent again read as its own), and any scoring rule (`rule:NAME`, see rca.rules)."""
     if what.startswith("rule:"):
         rules = parse_rules(what.removeprefix("rule:"))
         return replace(config, scoring=replace(config.scoring, off=config.scoring.off | rules))

@@ -24,7 +24,7 @@ class EvidenceKind(StrEnum):
     TRACE_SELF_TIME = "trace_self_time"
     TRACE_EDGE_LATENCY = "trace_edge_latency"
     TRACE_ERRORS = "trace_errors"
-    TRACE_REPEATED_CALLS = "trace_repeated_calls"  # calls a service sent more often per request than normally
+    TRACE_REPEATED_CALLS = "trace_repeated_calls"  # calls a service gave up on before they were answered and sent again
 
 
 @dataclass(frozen=True, slots=True)

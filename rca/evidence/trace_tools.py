@@ -1,7 +1,7 @@
 """The spans tool of a toolbox: a service's own-time shift and the network-gap shifts of the
 calls into and out of it, timed once from the window's spans and the normal stretches'; the
-calls it gave up on and sent again more often per request than normally; and how much of the gap shift around a
-service is its own."""
+calls it gave up on and sent again more often per request than normally; and how much of the
+gap shift around a service is its own."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ _Index = tuple[
 
 def _index(ref: Sequence[Span], now: Sequence[Span]) -> _Index:
     """Own-time and network-gap shifts, by service and by call edge; wrong answers by callee;
-    calls sent again and again, by caller."""
+    calls given up on and sent again, by caller."""
     (o0, g0), (o1, g1) = timings(ref), timings(now)
     repeats: dict[str, list[RepeatedCalls]] = defaultdict(list)
     for r in repeated_calls(ref, now, min_z=TRACE_MIN_Z):
@@ -80,7 +80,7 @@ class TraceTools(Reader):
     def __init__(self, incident: Incident, *, wrong_answers: bool = True, repeats: bool = True, **options: Any) -> None:
         super().__init__(incident, **options)
         self.wrong_answers = wrong_answers  # calls a callee answered well that its caller failed are its evidence
-        self.repeats = repeats  # calls a service sent more often per request than normally are its evidence
+        self.repeats = repeats  # calls a service gave up on and sent again more often than normally are its evidence
         self._own: dict[str, LatencyShift] | None = None
         self._gaps: dict[str, LatencyShift] | None = None
         self._wrong: dict[str, WrongAnswers] = {}

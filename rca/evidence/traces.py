@@ -1,5 +1,5 @@
 """Trace evidence: where latency originates, per service (own time) and per call (network gap);
-callees whose good answers were failed; services that sent their calls again and again.
+callees whose good answers were failed; services that gave up on their calls and sent them again.
 
 A span's time splits into its own work and the time spent waiting on children. For a call
 into another service, the caller's client span minus the callee's server span is the time on
@@ -325,9 +325,9 @@ def _sends(spans: Sequence[Span]) -> pd.DataFrame:
     """Per request a service served and kind of call it sent from it: the service, the kind
     ("<request> -> <call>", a call into another service named with it), when the request
     began, and how many such calls it gave up on before they were answered (a child of the
-    call in another service worked on it longer than the call lasted) and then sent again (a later call of
-    the kind followed in the request). Counted on integer codes; a kind's name is made once
-    per kind, not per span."""
+    call in another service worked on it longer than the call lasted) and then sent again (a
+    later call of the kind followed in the request). Counted on integer codes; a kind's name
+    is made once per kind, not per span."""
     if not spans:
         return pd.DataFrame({"caller": [], "kind": [], "callee": [], "start": [], "n": []})
     table = SpanTable.of(spans)

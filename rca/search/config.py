@@ -31,5 +31,7 @@ class SearchConfig:
     peer_spread: bool = True  # ablation switch: a metric normal that never moved is measured in its peers' spread
     silences: bool = True  # ablation switch: a run of a template's lines ends at a silence its rate did not expect
     wrong_answers: bool = True  # ablation switch: calls a callee answered well that its caller failed are its evidence
-    repeats: bool = True  # ablation switch: calls a service sent more often per request than normally are its evidence
+    repeats: bool = (
+        True  # ablation switch: calls a service gave up on and sent again more often than normally are its evidence
+    )
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
