@@ -252,14 +252,16 @@ def test_a_retry_storm_cuts_calls_at_the_callee_s_usual_answer_time_so_it_shows_
         return ok
 
     with running(shop, tmp_path / "run") as lab:
-        ask(lab, 30)  # the callee's usual answer time, learnt from calls answered
+        # the callee's usual answer time, learnt from the calls answered; the first ones, slowed
+        # by new connections and a process still warming up, are outnumbered
+        ask(lab, 150)
         _fault(lab, shop.entry, "retry")
         before = _served(lab, callee), _served(lab, shop.entry)
-        answered = ask(lab, 40)
+        answered = ask(lab, 60)
         time.sleep(1.0)  # the calls given up on finish on the callee's side
         after = _served(lab, callee), _served(lab, shop.entry)
-    assert after[1] - before[1] == 40 and answered >= 30
-    assert after[0] - before[0] > 40  # calls given up on and sent again reached the callee
+    assert after[1] - before[1] == 60 and answered >= 45
+    assert after[0] - before[0] > 60  # calls given up on and sent again reached the callee
 
 
 def test_the_way_to_a_store_paused_or_closed_fails_that_service_alone_and_it_recovers(
