@@ -23,7 +23,7 @@ IN_PROCESS: dict[str, str] = {
     "exception": "exception_code_path",  # one code path raises (a third of the items)
     "wrong": "wrong_return_body",  # a 200 whose body is not what was asked
     "pool": "pool_exhaustion_delay",  # one connection for every call out
-    "retry": "retry_storm_overload",  # calls out cut short at 50 ms and sent again, up to 3 more times
+    "retry": "retry_storm_overload",  # calls out cut short at the callee's usual answer time and sent again, up to 3 more times
 }
 # family -> label, for faults that are changes: each is journalled as a change when made and undone
 BY_CHANGE: dict[str, str] = {

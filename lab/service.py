@@ -23,8 +23,10 @@ import json
 import logging
 import os
 import random
+import statistics
 import threading
 import time
+from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,8 +53,9 @@ SLOW_SECONDS = 0.3  # what a slow handler adds to each request
 FAILING_SHARE = 0.5  # share of requests an error-rate fault fails
 POOL_HOLD = 0.05  # seconds an exhausted pool holds each connection beyond the call
 CONNECT_TIMEOUT = 5.0  # seconds a new connection to a store may take (handshake and table included)
-RETRY_TIMEOUT = 0.05  # seconds a call may take under a retry storm before it is sent again
+RETRY_TIMEOUT = 0.05  # seconds a call may take under a retry storm, before any call to its callee was answered
 RETRIES = 3  # times a call is sent again under a retry storm
+ANSWERS_KEPT = 200  # per callee, the answer times of the latest calls kept: how long it normally takes
 
 REQUESTS = Histogram(
     "lab_http_server_request_duration_seconds",
@@ -221,6 +224,8 @@ class Service:
         self.store: Any = None
         self._next_connect = 0.0  # monotonic seconds before which the store is not connected to again
         self.rng = random.Random(f"{shop.seed}-{spec.name}")
+        # per callee, how long the latest calls answered outside a retry storm took
+        self.answer_times: defaultdict[str, deque[float]] = defaultdict(lambda: deque(maxlen=ANSWERS_KEPT))
 
     async def start(self, app: web.Application) -> None:
         self.client = ClientSession(connector=TCPConnector(limit=64), timeout=ClientTimeout(total=CALL_TIMEOUT))
@@ -329,20 +334,29 @@ class Service:
             raise Broken(f"{kind} store: {exc or type(exc).__name__}") from exc
 
     async def _call(self, callee: str, item: int) -> Any:
-        """A call out; under a retry storm each is cut short at RETRY_TIMEOUT and sent again
-        at once, up to RETRIES more times, while the callee goes on with the ones given up on."""
+        """A call out; under a retry storm each is cut short at the time the callee normally
+        takes to answer (`storm_timeout`) and sent again at once, up to RETRIES more times,
+        while the callee goes on with the ones given up on."""
         storm = self.faults.on("retry")
-        timeout = min(self.call_timeout, RETRY_TIMEOUT) if storm else self.call_timeout
+        timeout = self.storm_timeout(callee) if storm else self.call_timeout
         tries = 1 + RETRIES if storm else 1
         for attempt in range(tries):
             try:
-                return await self._call_once(callee, item, timeout)
+                return await self._call_once(callee, item, timeout, timed=not storm)
             except Broken:
                 if attempt == tries - 1:
                     raise
         raise AssertionError("unreachable")
 
-    async def _call_once(self, callee: str, item: int, timeout: float) -> Any:
+    def storm_timeout(self, callee: str) -> float:
+        """How long a call may take under a retry storm: the median time the latest calls to
+        the callee answered outside one took, so that about half the calls are given up on and
+        sent again whether or not the callee slows (a timeout set at its usual latency), or
+        RETRY_TIMEOUT before any was answered; never past the call timeout."""
+        kept = self.answer_times.get(callee)
+        return min(self.call_timeout, statistics.median(kept) if kept else RETRY_TIMEOUT)
+
+    async def _call_once(self, callee: str, item: int, timeout: float, *, timed: bool = True) -> Any:
         assert self.client is not None
         started = time.perf_counter()
         outcome = "ok"
@@ -366,6 +380,8 @@ class Service:
                     or not isinstance(body.get("items"), list)
                 ):
                     raise Broken("malformed response")
+                if timed:  # how long the callee normally takes: what a retry storm cuts calls at
+                    self.answer_times[callee].append(time.perf_counter() - started)
                 return callee
             except (Broken, ClientError, TimeoutError, ValueError) as exc:
                 outcome = "error"

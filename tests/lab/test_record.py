@@ -207,8 +207,9 @@ def _fault(lab: object, service: str, kind: str) -> None:
 def test_a_retry_storm_sends_each_slow_call_again_and_the_callee_serves_them_all(
     prometheus: None, tmp_path: Path
 ) -> None:
-    """Under a retry storm a caller gives up on a call after 50 ms and sends it again, up to
-    three more times: a callee slowed past that serves four requests for each of the caller's."""
+    """Under a retry storm begun before any call was answered a caller gives up on a call after
+    50 ms and sends it again, up to three more times: a callee slowed past that serves four
+    requests for each of the caller's."""
     import time
     import urllib.error
     import urllib.request
