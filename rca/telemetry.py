@@ -8,7 +8,7 @@ not copied, so treat them as read-only.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
 
@@ -133,6 +133,9 @@ class SpanTable(Sequence[Span]):
     end: np.ndarray
     status: np.ndarray  # SpanStatus objects
     instance: np.ndarray
+    # (child, parent) row positions, where found once for the several readers of one table
+    # (`linked`); no column, and no table cut from this one keeps them
+    links: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, kw_only=True)
 
     @classmethod
     def of(cls, spans: Iterable[Span]) -> SpanTable:
@@ -154,10 +157,16 @@ class SpanTable(Sequence[Span]):
         columns = {c: np.asarray(getattr(self, c), dtype=object) for c in _SPAN_COLUMNS}
         columns["start"] = np.asarray(self.start, dtype=float)
         columns["end"] = np.asarray(self.end, dtype=float)
-        return SpanTable(**columns)
+        return SpanTable(*(columns[c] for c in _SPAN_COLUMNS))
+
+    def linked(self) -> SpanTable:
+        """This table with its `parent_pairs` found, for readers that each ask for them."""
+        return self if self.links is not None else replace(self, links=self.parent_pairs())
 
     def parent_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(child, parent) row positions of every span whose parent is in the table."""
+        if self.links is not None:
+            return self.links
         n = len(self)
         if n == 0:
             return np.zeros(0, dtype=int), np.zeros(0, dtype=int)

@@ -38,7 +38,9 @@ _Index = tuple[
 
 def _index(ref: Sequence[Span], now: Sequence[Span]) -> _Index:
     """Own-time and network-gap shifts, by service and by call edge; wrong answers by callee;
-    calls given up on and sent again, by caller."""
+    calls given up on and sent again, by caller. Each table's parent links are found once for
+    the three readings."""
+    ref, now = SpanTable.of(ref).linked(), SpanTable.of(now).linked()
     (o0, g0), (o1, g1) = timings(ref), timings(now)
     repeats: dict[str, list[RepeatedCalls]] = defaultdict(list)
     for r in repeated_calls(ref, now, min_z=TRACE_MIN_Z):

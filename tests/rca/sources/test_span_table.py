@@ -98,3 +98,18 @@ def test_a_span_id_met_twice_names_one_parent() -> None:
     ]
     graph = topology_from_spans(spans)
     assert {(a, b): d["calls"] for a, b, d in graph.edges(data=True)} == {("proxy", "db"): 1}
+
+
+@settings(max_examples=60, deadline=None)
+@given(span_sets())
+def test_a_linked_table_keeps_its_parent_links_and_a_cut_finds_its_own(spans: list[Span]) -> None:
+    """Links found once for several readers are the ones each would find; a table cut from it
+    (other rows) finds its own."""
+    table = SpanTable.of(spans)
+    linked = table.linked()
+    for got, want in zip(linked.parent_pairs(), table.parent_pairs(), strict=True):
+        assert got.tolist() == want.tolist()
+    assert linked.linked() is linked and list(linked) == spans
+    cut = linked[1:]
+    for got, want in zip(cut.parent_pairs(), SpanTable.of(spans[1:]).parent_pairs(), strict=True):
+        assert got.tolist() == want.tolist()
