@@ -337,10 +337,11 @@ def _sends(spans: Sequence[Span]) -> pd.DataFrame:
     # Per span: the longest any other service worked on it (each span timed on its own host's
     # clock, so no offset between the hosts' clocks enters): a call that the callee worked on
     # longer than the caller waited for it was given up on.
+    seconds = table.end - table.start
     worked = np.zeros(len(table))
     remote = ent[child] != ent[parent]
-    np.maximum.at(worked, parent[remote], (table.end - table.start)[child[remote]])
-    gave_up = worked[child] > (table.end - table.start)[child]
+    np.maximum.at(worked, parent[remote], seconds[child[remote]])
+    gave_up = worked[child] > seconds[child]
     answerer = np.full(len(table), -1)  # per span: the service that served it, where another did
     answerer[parent[remote]] = ent[child[remote]]
     callee = np.where(remote, ent[child], answerer[child])  # a call span's callee: the service it went to

@@ -43,7 +43,7 @@ async def _storm(tmp_path: Path, *, learn: int, storm_on: bool, calls: int) -> t
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]
     shop = Shop(1, "caller", (ServiceSpec("caller", ("callee",), "", 1.0), ServiceSpec("callee", (), "", 1.0)))
     caller = Service(shop, shop.services[0], {"callee": port}, tmp_path)
     caller.client = ClientSession(timeout=ClientTimeout(total=CALL_TIMEOUT))
