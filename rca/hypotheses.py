@@ -27,7 +27,7 @@ from rca.rules.answers import earlier_caller
 from rca.rules.background import keep_what_stands_out
 from rca.rules.board import Board
 from rca.rules.causality import Causality
-from rca.rules.changes import UNDONE, breaking_change, lift_changed, moved_by_restart
+from rca.rules.changes import UNDONE, WAITS, breaking_change, lift_changed, moved_by_restart
 from rca.rules.comovement import weigh_comovement
 from rca.rules.config import ScoringConfig
 from rca.rules.delays import place_delays
@@ -318,7 +318,12 @@ def supported_faults(
         and changes
         and (
             found := breaking_change(
-                evidence, changes, _current(evidence, ref, config), ref.start, undone=config.on(UNDONE)
+                evidence,
+                changes,
+                _current(evidence, ref, config),
+                ref.start,
+                undone=config.on(UNDONE),
+                callees=(lambda s: graph.successors(s) if s in graph else ()) if config.on(WAITS) else None,
             )
         )
         is not None
@@ -387,7 +392,7 @@ def _apply_rules(
         out[entity] = (value, why)
     released: frozenset[str] = frozenset()
     if cfg.on("changes") and board.changes:
-        out, released = lift_changed(out, board, explained, undone=cfg.on(UNDONE))
+        out, released = lift_changed(out, board, explained, undone=cfg.on(UNDONE), waits=cfg.on(WAITS))
     if cfg.on("dominance"):
         out = lift_dominant(out, board, factor=cfg.dominance_factor)
     return out, released

@@ -10,7 +10,7 @@ from rca.model import Candidate, Diagnosis, FaultType, Incident
 from rca.reasoners import Reasoner
 from rca.reasoners.offline import OfflineReasoner
 from rca.rules import parse_rules
-from rca.rules.changes import UNDONE
+from rca.rules.changes import UNDONE, WAITS
 from rca.rules.timing import ASKED_LATE, REOPEN, RESIDUE
 from rca.search.actions import AgentKind
 from rca.search.config import SearchConfig
@@ -65,6 +65,7 @@ ABLATIONS = (
     REOPEN,
     RESIDUE,
     UNDONE,
+    WAITS,
 )
 
 
@@ -96,7 +97,7 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, wrong_answers=False)
     if what == "repeats":
         return replace(config, repeats=False)
-    if what in (ASKED_LATE, REOPEN, RESIDUE, UNDONE):
+    if what in (ASKED_LATE, REOPEN, RESIDUE, UNDONE, WAITS):
         return replace(config, scoring=replace(config.scoring, off=config.scoring.off | {what}))
     raise InputError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")
 

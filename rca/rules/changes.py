@@ -35,6 +35,12 @@ goes on for as long as the service runs it. Harm that ended while the changed se
 it, with no later change (a rollback, the next version) to end it, was not the change's doing:
 the roll's own blip as one process hands over to the next, or a stall that passed by itself.
 
+Waits (`WAITS`, its own ablation switch): the calls the changed service makes, as it timed and
+counted them (a client-side series), show its callees' answers; where a callee it calls was
+harmed from the same moment (within the skew forgiven), the wait is that callee's harm, not the
+change's, whether or not a victim rule found the callee strong enough to explain the service.
+A change that broke how the service calls (a timeout pushed too low) still shows there, with
+the callees unharmed.
 Two incidents in a row (`UNDONE`, its own ablation switch): a change made once an earlier
 change's harm was under way began nothing, unless all that harm had ended, the earlier change
 undone: that incident is over, and the next change may begin the next, however long the
@@ -42,16 +48,18 @@ symptom has been degraded through both."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rca.changes import Change, ChangeKind
 from rca.evidence import Evidence, EvidenceId
 from rca.profiles import profile_step
 from rca.rules.board import Board
 from rca.rules.timing import degraded
+from rca.signals import is_client_side
 from rca.topology import ONSET_TOLERANCE
 
 UNDONE = "undone"  # the ablation switch of an earlier change's ended harm freeing the next change to begin an incident
+WAITS = "waits"  # the ablation switch of a changed service's wait on a callee harmed from the same moment read as that callee's
 RESTARTS = frozenset({ChangeKind.DEPLOY, ChangeKind.ROLLBACK, ChangeKind.RESTART})  # changes that start a new process
 
 
@@ -62,13 +70,16 @@ def breaking_change(
     began: float | None = None,
     *,
     undone: bool = True,
+    callees: Callable[[str], Iterable[str]] | None = None,
 ) -> tuple[str, Change] | None:
     """The latest change right after which harm to its service began, no other service's
     harm beginning between the two, made before the symptom was degraded: the service and the
     change. `current`: the evidence of the incident asked about (rule `timing`); `began`: when
     the symptom's degradation began, where it is known. A change made once the harm of an
     earlier one was under way began nothing either, unless (`undone`, its own ablation switch)
-    all that harm ended, the change undone: that incident is over, and the next may begin."""
+    all that harm ended, the change undone: that incident is over, and the next may begin.
+    `callees` (`WAITS`, its own ablation switch): per service, the services it calls; a wait on
+    calls to one harmed from the same moment is that callee's harm, not the change's."""
     placed = placed_harm(evidence, current)
     found: tuple[str, Change] | None = None
     under_way = began  # since when the incident was under way: the symptom's, then each breaking change's harm
@@ -76,6 +87,8 @@ def breaking_change(
         if under_way is not None and c.time > under_way + ONSET_TOLERANCE:
             continue
         after = harm_after(c, placed, changes)
+        if callees is not None:
+            after = [ev for ev in after if not waited(ev, placed, set(callees(c.service)))]
         if not after:
             continue
         harmed = min(ev.onset for ev in after if ev.onset is not None)
@@ -110,6 +123,19 @@ def harm_after(c: Change, placed: Sequence[Evidence], changes: Iterable[Change])
     ]
 
 
+def waited(ev: Evidence, placed: Sequence[Evidence], callees: set[str]) -> bool:
+    """The evidence is a wait on calls (a client-side series: their latency, their failures)
+    whose callee was harmed from the same moment, within the skew forgiven between a cause and
+    its effect: that callee's answers, which a change to the caller does not explain."""
+    return (
+        ev.onset is not None
+        and is_client_side(ev.subject)
+        and any(
+            o.entity in callees and o.onset is not None and abs(o.onset - ev.onset) <= ONSET_TOLERANCE for o in placed
+        )
+    )
+
+
 def right_after(c: Change, ev: Evidence) -> bool:
     """The evidence began right after the change: by its series' next sample, with the clock
     skew and sampling between a cause and its effect forgiven."""
@@ -142,13 +168,19 @@ def moved_by_restart(evidence: Iterable[Evidence], changes: Iterable[Change]) ->
 
 
 def lift_changed(
-    values: dict[str, tuple[float, str]], board: Board, explained: Mapping[str, float | None], *, undone: bool = True
+    values: dict[str, tuple[float, str]],
+    board: Board,
+    explained: Mapping[str, float | None],
+    *,
+    undone: bool = True,
+    waits: bool = True,
 ) -> tuple[dict[str, tuple[float, str]], frozenset[str]]:
     """The service of the breaking change placed first (its value raised to just above the
     best), unless a neighbour whose anomaly began with the change explains it (`explained`:
     per service the victims rules explained, when its explaining neighbour's anomaly began);
     returns the values and the services whose fault is the change."""
-    found = breaking_change(board.evidence, board.changes, board.current, board.began, undone=undone)
+    callees = (lambda s: board.graph.successors(s) if s in board.graph else ()) if waits else None
+    found = breaking_change(board.evidence, board.changes, board.current, board.began, undone=undone, callees=callees)
     if found is None or found[0] not in values:
         return values, frozenset()
     if found[0] in explained and ((began := explained[found[0]]) is None or began >= found[1].time - ONSET_TOLERANCE):

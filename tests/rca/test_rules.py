@@ -11,7 +11,7 @@ from rca.hypotheses import Hypothesis, score_hypotheses
 from rca.model import FaultType, Modality
 from rca.rules import RULES
 from rca.rules.background import keep_what_stands_out
-from rca.rules.changes import UNDONE
+from rca.rules.changes import UNDONE, WAITS
 from rca.rules.config import ScoringConfig
 from rca.rules.timing import ASKED_LATE, RESIDUE, reference, weight
 from rca.signals import Signal
@@ -404,6 +404,33 @@ def test_a_change_explains_nothing_without_an_anomaly_right_after_it_or_one_that
     )
     at_once = _shift(3, "c", "error_rate", 8.0, Signal.ERRORS, 540.0)
     assert _ranked([*evidence, at_once], graph, [Change("c", ChangeKind.DEPLOY, 530.0)])[0].service == "c"
+
+
+def test_a_changed_service_s_wait_on_a_callee_harmed_from_the_same_moment_is_the_callee_s_not_the_change_s() -> None:
+    """c was deployed as d, which c calls, began to fail: c's calls to d slowed from that moment.
+    The wait is d's harm (d's own anomaly is weak beside it, so no victim rule explains c); the
+    change did nothing. Where d shows nothing, c's slow calls are c's own doing: its change's."""
+    graph = nx.DiGraph(
+        [("front", "a"), ("a", "b"), ("front", "c"), ("c", "d")] + [("front", f"quiet-{k}") for k in range(6)]
+    )
+    symptom = _shift(1, "front", "error_rate", 40.0, Signal.ERRORS, 500.0)
+    strong = _shift(2, "b", "latency_seconds", 60.0, Signal.LATENCY, 500.0)
+    waiting = _shift(3, "c", "client_latency_seconds", 50.0, Signal.LATENCY, 490.0)
+    callee = _shift(4, "d", "latency_seconds", 3.0, Signal.LATENCY, 485.0)
+    deploy = Change("c", ChangeKind.DEPLOY, 480.0, before="1.0.0", after="1.0.1")
+    off = ScoringConfig(off=frozenset({WAITS}))
+    assert _ranked([symptom, strong, waiting, callee], graph, [deploy], off)[0].service == "c"  # the switch
+    top = _ranked([symptom, strong, waiting, callee], graph, [deploy])[0]
+    assert top.service != "c" and top.fault_type is not FaultType.RELEASE
+    # in the other order, too
+    assert _ranked([callee, waiting, strong, symptom], graph, [deploy])[0].service != "c"
+    # d unharmed, or harmed long before c waited: the wait is c's, and the change's
+    assert _ranked([symptom, strong, waiting], graph, [deploy])[0].service == "c"
+    before = _shift(4, "d", "latency_seconds", 3.0, Signal.LATENCY, 300.0)
+    assert _ranked([symptom, strong, waiting, before], graph, [deploy])[0].service == "c"
+    # c's own answers failing from the change stay its harm, whatever its calls waited on
+    failing = _shift(5, "c", "error_rate", 8.0, Signal.ERRORS, 490.0)
+    assert _ranked([symptom, strong, waiting, callee, failing], graph, [deploy])[0].service == "c"
 
 
 def test_a_change_is_blamed_only_for_harm_of_this_incident_and_a_restart_only_for_harm_to_the_work() -> None:
