@@ -323,7 +323,7 @@ def supported_faults(
                 _current(evidence, ref, config),
                 ref.start,
                 undone=config.on(UNDONE),
-                callees=(lambda s: graph.successors(s) if s in graph else ()) if config.on(WAITS) else None,
+                waits=graph if config.on(WAITS) else None,
             )
         )
         is not None

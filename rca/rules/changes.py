@@ -48,7 +48,9 @@ symptom has been degraded through both."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+
+import networkx as nx
 
 from rca.changes import Change, ChangeKind
 from rca.evidence import Evidence, EvidenceId
@@ -70,7 +72,7 @@ def breaking_change(
     began: float | None = None,
     *,
     undone: bool = True,
-    callees: Callable[[str], Iterable[str]] | None = None,
+    waits: nx.DiGraph | None = None,
 ) -> tuple[str, Change] | None:
     """The latest change right after which harm to its service began, no other service's
     harm beginning between the two, made before the symptom was degraded: the service and the
@@ -78,8 +80,8 @@ def breaking_change(
     the symptom's degradation began, where it is known. A change made once the harm of an
     earlier one was under way began nothing either, unless (`undone`, its own ablation switch)
     all that harm ended, the change undone: that incident is over, and the next may begin.
-    `callees` (`WAITS`, its own ablation switch): per service, the services it calls; a wait on
-    calls to one harmed from the same moment is that callee's harm, not the change's."""
+    `waits` (`WAITS`, its own ablation switch): the call graph, where a wait on calls to a callee
+    harmed from the same moment is that callee's harm, not the change's."""
     placed = placed_harm(evidence, current)
     found: tuple[str, Change] | None = None
     under_way = began  # since when the incident was under way: the symptom's, then each breaking change's harm
@@ -87,8 +89,8 @@ def breaking_change(
         if under_way is not None and c.time > under_way + ONSET_TOLERANCE:
             continue
         after = harm_after(c, placed, changes)
-        if callees is not None:
-            after = [ev for ev in after if not waited(ev, placed, set(callees(c.service)))]
+        if waits is not None and c.service in waits:
+            after = [ev for ev in after if not waited(ev, placed, set(waits.successors(c.service)))]
         if not after:
             continue
         harmed = min(ev.onset for ev in after if ev.onset is not None)
@@ -179,8 +181,9 @@ def lift_changed(
     best), unless a neighbour whose anomaly began with the change explains it (`explained`:
     per service the victims rules explained, when its explaining neighbour's anomaly began);
     returns the values and the services whose fault is the change."""
-    callees = (lambda s: board.graph.successors(s) if s in board.graph else ()) if waits else None
-    found = breaking_change(board.evidence, board.changes, board.current, board.began, undone=undone, callees=callees)
+    found = breaking_change(
+        board.evidence, board.changes, board.current, board.began, undone=undone, waits=board.graph if waits else None
+    )
     if found is None or found[0] not in values:
         return values, frozenset()
     if found[0] in explained and ((began := explained[found[0]]) is None or began >= found[1].time - ONSET_TOLERANCE):
