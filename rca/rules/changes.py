@@ -90,7 +90,8 @@ def breaking_change(
             continue
         after = harm_after(c, placed, changes)
         if waits is not None and c.service in waits:
-            after = [ev for ev in after if not waited(ev, placed, set(waits.successors(c.service)))]
+            callees = set(waits.successors(c.service))
+            after = [ev for ev in after if not waited(ev, placed, callees)]
         if not after:
             continue
         harmed = min(ev.onset for ev in after if ev.onset is not None)
