@@ -23,7 +23,7 @@ from rca.evidence.traces import NO_GAPS, GapShare
 from rca.fault_model import GATES, LOG_PART, PART_OF_SIGNAL, depth
 from rca.model import FaultType, Modality
 from rca.profiles import comovement  # noqa: F401  (re-exported: the trace and the tests weigh profiles with it)
-from rca.rules.answers import earlier_caller
+from rca.rules.answers import DOWNSTREAM, earlier_caller
 from rca.rules.background import keep_what_stands_out
 from rca.rules.board import Board
 from rca.rules.causality import Causality
@@ -384,7 +384,15 @@ def _apply_rules(
                 why = f"explained in part by anomalous callee {callee}"
                 explained[entity] = when.began.get(callee)
             elif cfg.on("answers") and (
-                caller := earlier_caller(entity, values, board, when, ratio=cfg.victim_ratio, hops=cfg.victim_hops)
+                caller := earlier_caller(
+                    entity,
+                    values,
+                    board,
+                    when,
+                    ratio=cfg.victim_ratio,
+                    hops=cfg.victim_hops,
+                    downstream=cfg.on(DOWNSTREAM),
+                )
             ):
                 value *= cfg.victim_factor
                 why = f"began after anomalous caller {caller}"

@@ -10,6 +10,7 @@ from rca.model import Candidate, Diagnosis, FaultType, Incident
 from rca.reasoners import Reasoner
 from rca.reasoners.offline import OfflineReasoner
 from rca.rules import parse_rules
+from rca.rules.answers import DOWNSTREAM
 from rca.rules.changes import UNDONE, WAITS
 from rca.rules.timing import ASKED_LATE, REOPEN, RESIDUE
 from rca.search.actions import AgentKind
@@ -66,6 +67,7 @@ ABLATIONS = (
     RESIDUE,
     UNDONE,
     WAITS,
+    DOWNSTREAM,
 )
 
 
@@ -97,7 +99,7 @@ def ablate(config: SearchConfig, what: str) -> SearchConfig:
         return replace(config, wrong_answers=False)
     if what == "repeats":
         return replace(config, repeats=False)
-    if what in (ASKED_LATE, REOPEN, RESIDUE, UNDONE, WAITS):
+    if what in (ASKED_LATE, REOPEN, RESIDUE, UNDONE, WAITS, DOWNSTREAM):
         return replace(config, scoring=replace(config.scoring, off=config.scoring.off | {what}))
     raise InputError(f"unknown ablation {what!r}; choose from {', '.join(ABLATIONS)} or rule:NAME")
 

@@ -73,8 +73,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "answers",
         "A callee whose anomaly began well after an anomalous caller's work (its calls, answers and logs, "
-        "not its process's own resources), or whose calls that caller gave up on and sent again, is "
-        "answering the caller's changed calls.",
+        "not its process's own resources), or that the calls that caller gave up on and sent again "
+        "reach (sent to it, or to a service whose calls reach it), is answering the caller's changed calls.",
     ),
     Rule(
         "changes",

@@ -10,6 +10,7 @@ from rca.evidence.traces import NO_GAPS, GapShare
 from rca.hypotheses import Hypothesis, score_hypotheses
 from rca.model import FaultType, Modality
 from rca.rules import RULES
+from rca.rules.answers import DOWNSTREAM
 from rca.rules.background import keep_what_stands_out
 from rca.rules.changes import UNDONE, WAITS
 from rca.rules.config import ScoringConfig
@@ -332,6 +333,39 @@ def test_a_callee_a_caller_gave_up_on_and_sent_its_calls_again_answers_that_call
 
     assert first(symptom, *slow, *busy, retries) == "b"
     assert first(symptom, *slow, *busy, replace(retries, peers=("b",))) == "a"
+
+
+def test_what_a_callee_a_caller_stormed_calls_in_turn_answers_that_caller_too() -> None:
+    """a gives up on its calls to b and sends them again; b answers each with a call to c, so
+    c takes the load and stands out most. c answers a's storm (it began with it, through b);
+    with the switch off, only the callee a's retries name answers them, and c is first."""
+    graph = nx.DiGraph([("front", "a"), ("a", "b"), ("b", "c")] + [("front", f"quiet-{k}") for k in range(6)])
+    symptom = _shift(1, "front", "latency_seconds", 20.0, Signal.LATENCY, 500.0)
+    slow = [
+        _shift(2, "a", "latency_seconds", 15.0, Signal.LATENCY, 500.0),
+        _shift(7, "a", "cpu_seconds", 20.0, Signal.CPU, 500.0),
+    ]
+    busy = [
+        _shift(8, "b", "latency_seconds", 25.0, Signal.LATENCY, 500.0),  # b waits on c
+        _shift(3, "c", "cpu_seconds", 60.0, Signal.CPU, 500.0),
+        _shift(4, "c", "latency_seconds", 30.0, Signal.LATENCY, 500.0),
+        _shift(5, "c", "requests_total", 30.0, Signal.TRAFFIC, 500.0),
+    ]
+    retries = replace(
+        _shift(6, "a", "GET / -> b GET /work", 40.0, Signal.TRAFFIC, 500.0),
+        modality=Modality.TRACES,
+        kind=EvidenceKind.TRACE_REPEATED_CALLS,
+        peers=("b",),
+    )
+    off = ScoringConfig(off=frozenset({DOWNSTREAM}))
+    assert _first([symptom, *slow, *busy, retries], graph) == "a"
+    assert _first([retries, *busy, *slow, symptom], graph) == "a"  # whatever the order read
+    assert _first([symptom, *slow, *busy, retries], graph, off) == "c"
+    # a storm on a callee whose calls do not reach c: the switch changes nothing
+    aside = nx.DiGraph([*graph.edges, ("front", "d"), ("d", "c")])
+    aside.remove_edge("b", "c")
+    evidence = [symptom, *slow, *busy, retries]
+    assert _ranked(evidence, aside, []) == _ranked(evidence, aside, [], off)
 
 
 def _ranked(
