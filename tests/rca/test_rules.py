@@ -307,32 +307,34 @@ def test_calls_a_service_sent_again_and_again_are_load_it_made_an_overload_of_it
     assert "a" not in alone  # without its repeated calls, nothing points at a
 
 
-def test_a_callee_a_caller_gave_up_on_and_sent_its_calls_again_answers_that_caller() -> None:
-    """a storms b: b's CPU, latency and load, begun with a's retries, stand out more than a's
-    own calls sent again and the CPU they cost it. Where the retries name b, b answers a's storm and cannot explain a;
-    where the spans do not say which callee a stormed, b stays first and a its victim."""
-    graph = nx.DiGraph([("front", "a"), ("a", "b")] + [("front", f"quiet-{k}") for k in range(6)])
-    symptom = _shift(1, "front", "latency_seconds", 20.0, Signal.LATENCY, 500.0)
-    slow = [
+def _storm(loaded: str) -> tuple[list[Evidence], Evidence]:
+    """a's retry storm: the symptom; a slowed, and busy sending each call again and again; the
+    service that takes the load (its CPU, latency and requests) standing out more than a; and
+    a's calls sent again, naming no callee."""
+    evidence = [
+        _shift(1, "front", "latency_seconds", 20.0, Signal.LATENCY, 500.0),
         _shift(2, "a", "latency_seconds", 15.0, Signal.LATENCY, 500.0),
-        _shift(7, "a", "cpu_seconds", 20.0, Signal.CPU, 500.0),  # sending each call again and again
-    ]
-    busy = [
-        _shift(3, "b", "cpu_seconds", 60.0, Signal.CPU, 500.0),
-        _shift(4, "b", "latency_seconds", 30.0, Signal.LATENCY, 500.0),
-        _shift(5, "b", "requests_total", 30.0, Signal.TRAFFIC, 500.0),
+        _shift(7, "a", "cpu_seconds", 20.0, Signal.CPU, 500.0),
+        _shift(3, loaded, "cpu_seconds", 60.0, Signal.CPU, 500.0),
+        _shift(4, loaded, "latency_seconds", 30.0, Signal.LATENCY, 500.0),
+        _shift(5, loaded, "requests_total", 30.0, Signal.TRAFFIC, 500.0),
     ]
     retries = replace(
         _shift(6, "a", "GET / -> b GET /work", 40.0, Signal.TRAFFIC, 500.0),
         modality=Modality.TRACES,
         kind=EvidenceKind.TRACE_REPEATED_CALLS,
     )
+    return evidence, retries
 
-    def first(*evidence: Evidence) -> str:
-        return score_hypotheses(list(evidence), graph=graph, window=Window(0.0, 1000.0), symptom="front")[0].service
 
-    assert first(symptom, *slow, *busy, retries) == "b"
-    assert first(symptom, *slow, *busy, replace(retries, peers=("b",))) == "a"
+def test_a_callee_a_caller_gave_up_on_and_sent_its_calls_again_answers_that_caller() -> None:
+    """a storms b: b's CPU, latency and load, begun with a's retries, stand out more than a's
+    own calls sent again and the CPU they cost it. Where the retries name b, b answers a's storm and cannot explain a;
+    where the spans do not say which callee a stormed, b stays first and a its victim."""
+    graph = nx.DiGraph([("front", "a"), ("a", "b")] + [("front", f"quiet-{k}") for k in range(6)])
+    evidence, retries = _storm("b")
+    assert _first([*evidence, retries], graph) == "b"
+    assert _first([*evidence, replace(retries, peers=("b",))], graph) == "a"
 
 
 def test_what_a_callee_a_caller_stormed_calls_in_turn_answers_that_caller_too() -> None:
@@ -340,32 +342,17 @@ def test_what_a_callee_a_caller_stormed_calls_in_turn_answers_that_caller_too() 
     c takes the load and stands out most. c answers a's storm (it began with it, through b);
     with the switch off, only the callee a's retries name answers them, and c is first."""
     graph = nx.DiGraph([("front", "a"), ("a", "b"), ("b", "c")] + [("front", f"quiet-{k}") for k in range(6)])
-    symptom = _shift(1, "front", "latency_seconds", 20.0, Signal.LATENCY, 500.0)
-    slow = [
-        _shift(2, "a", "latency_seconds", 15.0, Signal.LATENCY, 500.0),
-        _shift(7, "a", "cpu_seconds", 20.0, Signal.CPU, 500.0),
-    ]
-    busy = [
-        _shift(8, "b", "latency_seconds", 25.0, Signal.LATENCY, 500.0),  # b waits on c
-        _shift(3, "c", "cpu_seconds", 60.0, Signal.CPU, 500.0),
-        _shift(4, "c", "latency_seconds", 30.0, Signal.LATENCY, 500.0),
-        _shift(5, "c", "requests_total", 30.0, Signal.TRAFFIC, 500.0),
-    ]
-    retries = replace(
-        _shift(6, "a", "GET / -> b GET /work", 40.0, Signal.TRAFFIC, 500.0),
-        modality=Modality.TRACES,
-        kind=EvidenceKind.TRACE_REPEATED_CALLS,
-        peers=("b",),
-    )
+    loaded, retries = _storm("c")
+    evidence = [*loaded, _shift(8, "b", "latency_seconds", 25.0, Signal.LATENCY, 500.0)]  # b waits on c
+    retries = replace(retries, peers=("b",))
     off = ScoringConfig(off=frozenset({DOWNSTREAM}))
-    assert _first([symptom, *slow, *busy, retries], graph) == "a"
-    assert _first([retries, *busy, *slow, symptom], graph) == "a"  # whatever the order read
-    assert _first([symptom, *slow, *busy, retries], graph, off) == "c"
+    assert _first([*evidence, retries], graph) == "a"
+    assert _first([retries, *reversed(evidence)], graph) == "a"  # whatever the order read
+    assert _first([*evidence, retries], graph, off) == "c"
     # a storm on a callee whose calls do not reach c: the switch changes nothing
     aside = nx.DiGraph([*graph.edges, ("front", "d"), ("d", "c")])
     aside.remove_edge("b", "c")
-    evidence = [symptom, *slow, *busy, retries]
-    assert _ranked(evidence, aside, []) == _ranked(evidence, aside, [], off)
+    assert _ranked([*evidence, retries], aside, []) == _ranked([*evidence, retries], aside, [], off)
 
 
 def _ranked(
