@@ -51,10 +51,8 @@ def earlier_caller(
         direct = when.stormed.get(caller, set())
         if entity in direct:
             return True
-        return downstream and any(
-            s in board.graph and entity in nx.single_source_shortest_path_length(board.graph, s, cutoff=hops - 1)
-            for s in direct
-        )
+        # `ups` holds each caller's distance to this callee within `hops`: no second search
+        return downstream and any(ups.get(s, hops) <= hops - 1 for s in direct)
 
     earlier = [
         c
