@@ -22,7 +22,12 @@ class Profiled(Protocol):
 
 def profile_step(profiled: Sequence[Profiled]) -> float:
     """The sampling step the profiles share: the smallest gap between their time points."""
-    times = sorted({t for e in profiled for t, _ in e.profile})
+    return sampling_step([e.profile for e in profiled])
+
+
+def sampling_step(profiles: Sequence[Profile]) -> float:
+    """The smallest gap between the time points of these profiles (0 with fewer than two)."""
+    times = sorted({float(t) for profile in profiles for t, _ in profile})
     gaps = [b - a for a, b in itertools.pairwise(times) if b - a > 1.0]
     return min(gaps) if gaps else 0.0
 

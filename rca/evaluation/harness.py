@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from rca.calibration import Features, features, trace_features
 from rca.engines import Engine
-from rca.evaluation.metrics import AuditOutcome, Outcome
+from rca.evaluation.metrics import AuditOutcome, Outcome, grounded
 from rca.evaluation.protocols import Protocol
 from rca.hypotheses import RANK_PRECISION
 from rca.model import BrokenCase, CaseId, Diagnosis, FaultType, Incident, IncidentCase
@@ -164,4 +164,5 @@ def _outcome(case: IncidentCase, diagnosis: Diagnosis, seconds: float, error: st
         top_fault=ranking[0].fault_type if ranking else FaultType.UNKNOWN,
         seconds=seconds,
         error=error,
+        grounded=grounded(diagnosis.trace, case.label.start),
     )

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rca.model import FaultType
+from rca.profiles import sampling_step
+from rca.topology import ONSET_TOLERANCE
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +40,16 @@ class Outcome:
     seconds: float
     error: str | None = None  # the run failed: counted as a miss
     audit: AuditOutcome | None = None  # with `--audit`, for engines that write a trace
+    grounded: bool | None = None  # the first place rests on the labelled fault's time (`grounded`)
 
     @property
     def right(self) -> bool:
         return self.rank_of_truth() == 1
+
+    @property
+    def right_grounded(self) -> bool:
+        """Right, and resting on an anomaly of the labelled fault's time, not only an earlier one's."""
+        return self.right and self.grounded is True
 
     def rank_of_truth(self) -> int | None:
         """1-based position of the true service, None when absent."""
@@ -48,6 +57,27 @@ class Outcome:
             return self.ranked.index(self.truth_service) + 1
         except ValueError:
             return None
+
+
+def grounded(trace: Mapping[str, Any] | None, start: float | None) -> bool | None:
+    """Whether a trace's first place cites an anomaly begun no earlier than a labelled fault's
+    start, less the onset tolerance and one sampling step of that anomaly: a first place that
+    rests on the fault asked about, not only on an earlier one (where a dataset faults one
+    service several times in a row, an earlier fault's evidence names the right service too).
+    None without a trace, a first place, a labelled start or a cited anomaly with an onset."""
+    if trace is None or start is None:
+        return None
+    ranking = trace["decision_report"]["ranking"]
+    first = next(
+        (h for h in trace["hypothesis_set"]["hypotheses"] if ranking and h["id"] == ranking[0].get("hypothesis")), None
+    )
+    if first is None:
+        return None
+    cites = set(first["evidence"])
+    dated = [e for e in trace["evidence_package"]["evidence"] if e["id"] in cites and e.get("onset") is not None]
+    if not dated:
+        return None
+    return any(e["onset"] >= start - ONSET_TOLERANCE - sampling_step([e.get("profile") or ()]) for e in dated)
 
 
 def ac_at(outcomes: Sequence[Outcome], k: int) -> float:

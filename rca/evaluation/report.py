@@ -18,8 +18,9 @@ from rca.calibration import (
 from rca.evaluation.harness import CaseResult
 from rca.evaluation.metrics import COVERAGES, Coverage, Outcome, Summary, coverage, summarise
 
-FORMAT_VERSION = 4  # 2: each case's calibrated probability and tied first places; 3: learnt from marks;
-# 4: whether the verdict would call it likely, as shipped and learnt
+FORMAT_VERSION = 5  # 2: each case's calibrated probability and tied first places; 3: learnt from marks;
+# 4: whether the verdict would call it likely, as shipped and learnt; 5: whether the first place rests
+# on the labelled fault's time (`grounded`)
 
 
 def summaries(results: Sequence[CaseResult]) -> list[Summary]:
@@ -257,6 +258,7 @@ def to_json(results: Sequence[CaseResult], *, protocol: str = "") -> dict:
                 "likely": said_likely(r),
                 "likely_learnt": said_likely(r, cal),
                 "tied_first": r.tied,
+                "grounded": o.grounded,
                 "audit": (
                     {
                         "score": round(o.audit.score, 4),

@@ -37,6 +37,7 @@ class Row:
     engine: str
     cases: int
     ac1: float
+    ac1_grounded: float | None  # right and resting on the labelled fault's time; None: not saved (format < 5)
     ac3: float
     fault_type: float  # share whose first place carries the true fault type
     ece: float  # expected calibration error of the first place's probability, as shipped
@@ -88,6 +89,7 @@ def read_cases(evaluations: Iterable[tuple[str, dict]]) -> dict[tuple[str, str, 
                 cal.probability(f),
                 cal.adapted(list(zip(feats[:i], right[:i], strict=True))).probability(f),
                 cal.says_likely(f, c.get("tied_first", 1)),
+                "grounded" in c,
             )
             for i, (c, o, f) in enumerate(zip(cases, outcomes, feats, strict=True))
         ]
@@ -116,6 +118,7 @@ def tabulate(
                 engine,
                 summary.cases,
                 summary.ac1,
+                sum(o.right_grounded for o in outcomes) / len(outcomes) if all(r.dated for r in reads) else None,
                 summary.ac3,
                 summary.fault_acc,
                 expected_calibration_error([r.probability for r in reads], right),
@@ -138,6 +141,7 @@ class _Read:
     probability: float
     learnt: float
     likely: bool
+    dated: bool  # saved with `grounded` (format 5 on): whether it rests on the fault's time was asked
 
 
 def lab_pool(set_name: str) -> str:
@@ -161,6 +165,7 @@ def saved_outcome(case: dict) -> Outcome:
         float(case["seconds"]),
         case.get("error"),
         AuditOutcome(float(audit["trust"]), str(audit.get("route", "")), audit.get("weakest_stage")) if audit else None,
+        case.get("grounded"),
     )
 
 
@@ -184,6 +189,7 @@ def render(table: Sequence[Row], *, commands: Sequence[str] = ()) -> str:
         "protocol",
         "cases",
         "AC@1",
+        "AC@1 grounded",
         "AC@3",
         "fault type",
         "ECE",
@@ -204,6 +210,7 @@ def render(table: Sequence[Row], *, commands: Sequence[str] = ()) -> str:
             protocol,
             str(p.cases),
             _f(p.ac1),
+            _f(p.ac1_grounded),
             _f(p.ac3),
             _f(p.fault_type),
             _f(p.ece),
@@ -257,7 +264,10 @@ computed from those files, none typed in. Offline, deterministic reasoner, this 
 2-core machine. The method is in [evaluation.md](evaluation.md); experiments that did and did
 not land are in [notes/](notes/); the history is in [CHANGELOG.md](../CHANGELOG.md).
 
-Columns: AC@1 and AC@3 = the labelled service first / in the first three; fault type = the first
+Columns: AC@1 and AC@3 = the labelled service first / in the first three; AC@1 grounded = first,
+and citing an anomaly begun at the labelled fault's start or after (less the onset tolerance and a
+sampling step), not only an earlier fault's (a set that faults one service several times in a
+row is right by the earlier fault's evidence too; – where the saved run predates the count); fault type = the first
 place's type is the labelled one; ECE = expected calibration error of the verdict's probability
 (the shipped `rca/calibration.json` applied to each saved ranking, as a system never marked is
 shown it); ECE learnt = the same where each probability has learnt from the marks of the set's

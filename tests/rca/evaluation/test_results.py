@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,23 @@ def test_the_lab_pools_case_by_case_and_each_set_learns_alone(tmp_path: Path) ->
     text, lab = page(pooled, lab_page="results-lab.md"), lab_page(each)
     assert f"| {LAB_POOL} | realistic | 80 |" in text and "(results-lab.md)" in text
     assert "| lab-a | realistic | 40 |" in lab and "trainticket" not in lab
+
+
+def test_grounded_first_places_are_counted_only_where_the_run_saved_them(tmp_path: Path) -> None:
+    results = [
+        replace(r, outcome=replace(r.outcome, grounded=i % 3 == 0))
+        for i, r in enumerate(_results(4))
+        if r.outcome.engine == "lats"
+    ]
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "realistic.json").write_text(json.dumps(to_json(results, protocol="realistic")))
+    row = tabulate(read_cases(saved(tmp_path)))[0]
+    assert row.ac1_grounded == pytest.approx(sum(r.outcome.right and i % 3 == 0 for i, r in enumerate(results)) / 40)
+    assert row.ac1_grounded <= row.ac1
+    older = to_json(results, protocol="cropped")
+    for case in older["cases"]:
+        del case["grounded"]  # saved before the count
+    (tmp_path / "set" / "cropped.json").write_text(json.dumps(older))
+    rows = {r.protocol: r for r in tabulate(read_cases(saved(tmp_path)))}
+    assert rows["cropped"].ac1_grounded is None and rows["cropped"].ac1 == pytest.approx(row.ac1)
+    assert f"| set | cropped | 40 | {row.ac1:.3f} | – |" in page(list(rows.values()))
