@@ -20,6 +20,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.overlap import labelled_starts
 from rca.evaluation.results import read, saved_outcome
 from rca.model import IncidentCase
 from rca.sources.datasets import find_cases
@@ -30,10 +31,7 @@ from rca.timestamps import parse_timestamp
 def earlier_inside(cases: Sequence[IncidentCase], windows: dict[str, Window]) -> dict[str, set[str]]:
     """Per case id: the services of the other labelled faults of its dataset begun inside its
     window before it."""
-    starts: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
-    for c in cases:
-        if c.label.start is not None:
-            starts[c.incident.dataset].append((c.label.start, c.label.service, str(c.id)))
+    starts = labelled_starts(cases)
     out = {}
     for c in cases:
         window = windows.get(str(c.id))

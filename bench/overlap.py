@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench.late_ended import length_of, lengths
@@ -34,14 +35,20 @@ async def reaching(cases: list[IncidentCase], protocol: str) -> dict[str, bool]:
     return {i: reach for i, (reach, _) in (await held(cases, protocol)).items()}
 
 
-async def held(cases: list[IncidentCase], protocol: str) -> dict[str, tuple[bool, frozenset[str]]]:
-    """Per case id: whether its window reaches the start of the next fault of its dataset, and
-    the services of the other labelled faults that began inside it."""
-    placing = parse_protocol(protocol)
+def labelled_starts(cases: Sequence[IncidentCase]) -> dict[str, list[tuple[float, str, str]]]:
+    """Per dataset: (start, service, case id) of each labelled fault with a start."""
     starts: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
     for c in cases:
         if c.label.start is not None:
             starts[c.incident.dataset].append((c.label.start, c.label.service, str(c.id)))
+    return starts
+
+
+async def held(cases: list[IncidentCase], protocol: str) -> dict[str, tuple[bool, frozenset[str]]]:
+    """Per case id: whether its window reaches the start of the next fault of its dataset, and
+    the services of the other labelled faults that began inside it."""
+    placing = parse_protocol(protocol)
+    starts = labelled_starts(cases)
     out = {}
     for c in cases:
         if c.label.start is None:
