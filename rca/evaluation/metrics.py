@@ -112,6 +112,7 @@ class Summary:
     median_seconds: float
     max_seconds: float
     errors: int = 0
+    ac1_grounded: float | None = None  # right and resting on the labelled fault's time; None: nobody said
 
 
 def summarise(group: str, engine: str, outcomes: Sequence[Outcome]) -> Summary:
@@ -127,6 +128,11 @@ def summarise(group: str, engine: str, outcomes: Sequence[Outcome]) -> Summary:
         median_seconds=statistics.median(secs),
         max_seconds=max(secs),
         errors=sum(1 for o in outcomes if o.error is not None),
+        ac1_grounded=(
+            sum(o.right_grounded for o in outcomes) / len(outcomes)
+            if any(o.grounded is not None for o in outcomes)
+            else None
+        ),
     )
 
 

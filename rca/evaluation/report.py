@@ -35,9 +35,11 @@ def summaries(results: Sequence[CaseResult]) -> list[Summary]:
 
 
 def render_table(rows: Sequence[Summary]) -> str:
-    """A plain-text table, datasets first, then their fault types, then the total."""
+    """A plain-text table, datasets first, then their fault types, then the total. `ground` is
+    AC@1 counting only first places that rest on the labelled fault's time (`grounded`; – for
+    engines that write no trace)."""
     width = max([19, *(len(s.engine) for s in rows)])
-    head = f"{'group':<44} {'engine':<{width}} {'cases':>5} {'AC@1':>6} {'AC@3':>6} {'Avg@5':>6} {'fault':>6} {'med s':>7} {'max s':>7} {'errors':>6}"
+    head = f"{'group':<44} {'engine':<{width}} {'cases':>5} {'AC@1':>6} {'ground':>6} {'AC@3':>6} {'Avg@5':>6} {'fault':>6} {'med s':>7} {'max s':>7} {'errors':>6}"
     lines = [head, "-" * len(head)]
 
     def order(s: Summary) -> tuple[int, str, str]:
@@ -45,10 +47,14 @@ def render_table(rows: Sequence[Summary]) -> str:
 
     for s in sorted(rows, key=order):
         lines.append(
-            f"{s.group:<44} {s.engine:<{width}} {s.cases:>5} {s.ac1:>6.3f} {s.ac3:>6.3f} {s.avg5:>6.3f} "
+            f"{s.group:<44} {s.engine:<{width}} {s.cases:>5} {s.ac1:>6.3f} {_g(s.ac1_grounded)} {s.ac3:>6.3f} {s.avg5:>6.3f} "
             f"{s.fault_acc:>6.3f} {s.median_seconds:>7.2f} {s.max_seconds:>7.2f} {s.errors:>6}"
         )
     return "\n".join(lines)
+
+
+def _g(v: float | None) -> str:
+    return f"{'–':>6}" if v is None else f"{v:>6.3f}"
 
 
 def render_seed_spread(rows: Sequence[Summary]) -> str:

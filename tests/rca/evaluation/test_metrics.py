@@ -166,3 +166,11 @@ def test_an_evaluation_says_of_each_first_place_whether_it_rests_on_its_fault() 
         assert onsets, "a lab fault leaves dated evidence"
         assert grounded(trace, max(onsets)) is True  # asked about the latest of what it cites
         assert grounded(trace, max(onsets) + 3600.0) is False  # asked about a fault begun an hour after all of it
+
+
+def test_a_summary_counts_grounded_first_places_only_where_the_engine_said() -> None:
+    assert summarise("d", "e", OUTCOMES).ac1_grounded is None  # no trace, nothing said
+    said = [replace(o, grounded=i % 2 == 0) for i, o in enumerate(OUTCOMES * 2)]
+    s = summarise("d", "e", said)
+    assert s.ac1_grounded == pytest.approx(sum(o.right_grounded for o in said) / len(said))
+    assert s.ac1_grounded is not None and s.ac1_grounded <= s.ac1
