@@ -25,7 +25,7 @@ from rca.evaluation.results import read, saved_outcome
 from rca.model import IncidentCase
 from rca.sources.datasets import find_cases
 from rca.telemetry import Window
-from rca.timestamps import parse_timestamp
+from rca.windows import parse_window
 
 
 def earlier_inside(cases: Sequence[IncidentCase], windows: dict[str, Window]) -> dict[str, set[str]]:
@@ -42,12 +42,6 @@ def earlier_inside(cases: Sequence[IncidentCase], windows: dict[str, Window]) ->
     return out
 
 
-def _window(iso: str) -> Window:
-    """A window saved as `Window.to_iso` wrote it."""
-    start, end = iso.split("/")
-    return Window(parse_timestamp(start), parse_timestamp(end))
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench.grounded", description=__doc__.split("\n\n")[0])
     p.add_argument("paths", nargs="+", type=Path)
@@ -60,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = [c["case_id"] for c in saved if "grounded" not in c]
     if missing:
         p.error(f"{len(missing)} saved cases predate the grounded count (format 5): run the eval again")
-    windows = {c["case_id"]: _window(c["window"]) for c in saved if c.get("window")}
+    windows = {c["case_id"]: parse_window(c["window"], now=0.0) for c in saved if c.get("window")}
     earlier = earlier_inside(cases, windows)
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for c in saved:

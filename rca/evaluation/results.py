@@ -118,7 +118,7 @@ def tabulate(
                 engine,
                 summary.cases,
                 summary.ac1,
-                sum(o.right_grounded for o in outcomes) / len(outcomes) if all(r.dated for r in reads) else None,
+                summary.ac1_grounded if all(r.dated for r in reads) else None,
                 summary.ac3,
                 summary.fault_acc,
                 expected_calibration_error([r.probability for r in reads], right),
